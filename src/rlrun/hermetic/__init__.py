@@ -1,0 +1,34 @@
+"""The hermetic core: every global a call may change, captured before it and restored after it.
+
+- `registry`: the guard registry (`GUARDS`, `Guard`, `register`), the one list everything iterates over.
+- `guards`, `torch_state`: the generic guards (Python runtime, logging, process hooks, RNGs, torch,
+  NumPy, Gymnasium) and the explicit torch policy a call states inside its scope.
+- `census`: the leak detector, which also watches what cannot be restored (threads, fds, children).
+- `scope`: `hermetic_call`, which ties them together: one call at a time, imports first, then
+  capture, run, restore.
+
+Nothing here imports torch, NumPy or an RL library; guards for a module that is not imported skip.
+"""
+
+from rlrun.hermetic import guards, torch_state  # noqa: F401, I001 - importing registers the guards, in this order
+from rlrun.hermetic import census  # noqa: F401
+from rlrun.hermetic.census import leak_check_requested, snapshot
+from rlrun.hermetic.registry import GUARDS, MISSING, Guard, attributes_guard, register, registered, unregister
+from rlrun.hermetic.scope import Call, hermetic_call
+from rlrun.hermetic.torch_state import fresh_torch_state, torch_backend_flags
+
+__all__ = [
+    "GUARDS",
+    "MISSING",
+    "Call",
+    "Guard",
+    "attributes_guard",
+    "fresh_torch_state",
+    "hermetic_call",
+    "leak_check_requested",
+    "register",
+    "registered",
+    "snapshot",
+    "torch_backend_flags",
+    "unregister",
+]

@@ -1,0 +1,384 @@
+"""Torch's process-global settings: their guards, and the explicit policy a call states inside its scope.
+
+Restore rules measured on torch 2.13 (reference/libraries.md C.5):
+- TF32: put `set_float32_matmul_precision(saved)` back first, then every backend's `fp32_precision`;
+  the legacy `allow_tf32` getters are derived from those and raise in a mixed legacy/new state.
+- Setters are called only where the value differs: `use_deterministic_algorithms` imports
+  `torch._dynamo` (2 s, env vars, atexit hooks) on its first call.
+- CUDA's RNG is read only when CUDA is already initialised; nothing here initialises it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from rlrun.hermetic.registry import Guard, module_loaded, object_guard, register
+
+_torch_loaded = module_loaded("torch")
+
+
+def _torch() -> Any:
+    return sys.modules["torch"]
+
+
+_resolved: dict[str, Any] = {}
+
+
+def _resolve(path: str) -> Any:
+    """Return `torch.<path>`; the backend modules are singletons, so lookups are cached."""
+    target = _resolved.get(path)
+    if target is None:
+        target = _torch()
+        for part in path.split("."):
+            target = getattr(target, part)
+        if "." not in path or path.startswith("backends."):
+            _resolved[path] = target
+    return target
+
+
+# --- TF32 and float32 matmul precision ----------------------------------------------------------------------
+
+_FP32_PRECISION_PATHS = (
+    "backends",
+    "backends.cuda.matmul",
+    "backends.cudnn",
+    "backends.cudnn.conv",
+    "backends.cudnn.rnn",
+    "backends.mkldnn",
+    "backends.mkldnn.matmul",
+    "backends.mkldnn.conv",
+    "backends.mkldnn.rnn",
+)
+
+
+def _matmul_precision() -> str | None:
+    try:
+        return _torch().get_float32_matmul_precision()
+    except RuntimeError:  # mixed legacy/new TF32 state: the legacy getter refuses to answer
+        return None
+
+
+def _capture_tf32() -> tuple[str | None, dict[str, str]]:
+    precisions = {}
+    for path in _FP32_PRECISION_PATHS:
+        try:
+            precisions[path] = _resolve(path).fp32_precision
+        except AttributeError:  # torch before the fp32_precision API
+            continue
+    return _matmul_precision(), precisions
+
+
+def _restore_tf32(saved: tuple[str | None, dict[str, str]]) -> None:
+    if _capture_tf32() == saved:
+        return
+    matmul_precision, precisions = saved
+    if matmul_precision is not None:
+        _torch().set_float32_matmul_precision(matmul_precision)
+    for path, precision in precisions.items():
+        backend = _resolve(path)
+        if backend.fp32_precision != precision:
+            backend.fp32_precision = precision
+
+
+register(
+    Guard(
+        "torch TF32 and float32 matmul precision",
+        "`torch.get_float32_matmul_precision()` and every backend's `fp32_precision` (which the legacy "
+        "`cuda.matmul.allow_tf32` and `cudnn.allow_tf32` read); restored precision first, then each backend.",
+        _capture_tf32,
+        _restore_tf32,
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+
+# --- other torch.backends flags -----------------------------------------------------------------------------
+
+_BACKEND_FLAGS = (
+    "backends.cudnn.enabled",
+    "backends.cudnn.benchmark",
+    "backends.cudnn.deterministic",
+    "backends.cudnn.benchmark_limit",
+    "backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+    "backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+)
+_SDP_BACKENDS = ("flash", "mem_efficient", "math", "cudnn")
+
+
+def _capture_backend_flags() -> dict[str, Any]:
+    flags = {}
+    for path in _BACKEND_FLAGS:
+        owner, name = path.rsplit(".", 1)
+        try:
+            flags[path] = getattr(_resolve(owner), name)
+        except (AttributeError, RuntimeError):
+            continue
+    cuda = _torch().backends.cuda
+    for backend in _SDP_BACKENDS:
+        getter = getattr(cuda, f"{backend}_sdp_enabled", None)
+        if getter is not None:
+            flags[f"sdp.{backend}"] = getter()
+    return flags
+
+
+def _restore_backend_flags(saved: dict[str, Any]) -> None:
+    current = _capture_backend_flags()
+    cuda = _torch().backends.cuda
+    for key, value in saved.items():
+        if current.get(key) == value:
+            continue
+        if key.startswith("sdp."):
+            getattr(cuda, f"enable_{key[4:]}_sdp")(value)
+        else:
+            owner, name = key.rsplit(".", 1)
+            setattr(_resolve(owner), name, value)
+
+
+register(
+    Guard(
+        "torch.backends flags",
+        "cuDNN `enabled`, `benchmark`, `deterministic`, `benchmark_limit`; cuBLAS reduced-precision "
+        "reductions; the scaled-dot-product attention backends.",
+        _capture_backend_flags,
+        _restore_backend_flags,
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+
+
+def _deterministic_algorithms() -> tuple[bool, bool]:
+    torch = _torch()
+    return torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+
+
+def _set_deterministic_algorithms(saved: tuple[bool, bool]) -> None:
+    _torch().use_deterministic_algorithms(saved[0], warn_only=saved[1])
+
+
+register(
+    object_guard(
+        "torch deterministic algorithms",
+        _deterministic_algorithms,
+        _set_deterministic_algorithms,
+        doc="`torch.use_deterministic_algorithms` mode and `warn_only`.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+register(
+    object_guard(
+        "torch default dtype",
+        lambda: _torch().get_default_dtype(),
+        lambda dtype: _torch().set_default_dtype(dtype),
+        doc="`torch.get_default_dtype()`.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+
+
+def _default_device() -> Any:
+    context = getattr(_torch()._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    return None if context is None else context.device
+
+
+register(
+    object_guard(
+        "torch default device",
+        _default_device,
+        lambda device: _torch().set_default_device(device),
+        doc="The device set by `torch.set_default_device` (None when unset).",
+        category="torch",
+        available=lambda: _torch_loaded() and hasattr(_torch(), "_GLOBAL_DEVICE_CONTEXT"),
+    )
+)
+register(
+    object_guard(
+        "torch intra-op threads",
+        lambda: _torch().get_num_threads(),
+        lambda threads: _torch().set_num_threads(threads),
+        doc="`torch.get_num_threads()`.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+register(
+    Guard(
+        "torch inter-op threads",
+        "`torch.get_num_interop_threads()` (watched: it can be set once per process only).",
+        lambda: _torch().get_num_interop_threads(),
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+register(
+    object_guard(
+        "torch grad mode",
+        lambda: _torch().is_grad_enabled(),
+        lambda enabled: _torch().set_grad_enabled(enabled),
+        doc="`torch.is_grad_enabled()` of the calling thread.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+register(
+    object_guard(
+        "torch anomaly mode",
+        lambda: (_torch().is_anomaly_enabled(), _torch().is_anomaly_check_nan_enabled()),
+        lambda saved: _torch().set_anomaly_enabled(saved[0], saved[1]),
+        doc="`torch.is_anomaly_enabled()` and its `check_nan` setting.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+register(
+    Guard(
+        "torch inference mode",
+        "`torch.is_inference_mode_enabled()` of the calling thread (watched: only a context manager sets it).",
+        lambda: _torch().is_inference_mode_enabled(),
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+
+_PRINT_OPTIONS = ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")
+
+
+def _print_options() -> dict[str, Any]:
+    options = _torch()._tensor_str.PRINT_OPTS
+    return {name: getattr(options, name) for name in _PRINT_OPTIONS}
+
+
+def _set_print_options(saved: dict[str, Any]) -> None:
+    options = _torch()._tensor_str.PRINT_OPTS
+    for name, value in saved.items():
+        setattr(options, name, value)
+
+
+register(
+    object_guard(
+        "torch print options",
+        _print_options,
+        _set_print_options,
+        doc="`torch.set_printoptions` precision, threshold, edgeitems, linewidth and sci_mode.",
+        category="torch",
+        available=_torch_loaded,
+    )
+)
+
+_DYNAMO_LIMITS = ("recompile_limit", "accumulated_recompile_limit", "cache_size_limit")
+
+
+def _dynamo_limits() -> dict[str, Any]:
+    config = sys.modules["torch._dynamo.config"]
+    # `cache_size_limit` is an alias of `recompile_limit` where both exist; read the first one present of each.
+    names = [name for name in _DYNAMO_LIMITS[:2] if hasattr(config, name)] or [_DYNAMO_LIMITS[2]]
+    return {name: getattr(config, name) for name in names}
+
+
+def _set_dynamo_limits(saved: dict[str, Any]) -> None:
+    config = sys.modules["torch._dynamo.config"]
+    for name, value in saved.items():
+        if getattr(config, name) != value:
+            setattr(config, name, value)
+
+
+register(
+    object_guard(
+        "torch._dynamo limits",
+        _dynamo_limits,
+        _set_dynamo_limits,
+        doc="`torch._dynamo.config` cache and recompile limits (rl_games raises them at import).",
+        category="torch",
+        available=module_loaded("torch._dynamo.config"),
+    )
+)
+
+# --- torch random number generators -------------------------------------------------------------------------
+
+
+def _capture_torch_rng() -> tuple[Any, Any]:
+    torch = _torch()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def _restore_torch_rng(saved: tuple[Any, Any]) -> None:
+    torch = _torch()
+    cpu, cuda = saved
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def _torch_rng_fingerprint(saved: tuple[Any, Any]) -> Any:
+    cpu, cuda = saved
+    return hash(cpu.numpy().tobytes()), None if cuda is None else tuple(hash(s.numpy().tobytes()) for s in cuda)
+
+
+register(
+    Guard(
+        "torch RNG",
+        "The CPU generator's state, and every CUDA generator's where CUDA is already initialised.",
+        _capture_torch_rng,
+        _restore_torch_rng,
+        fingerprint=_torch_rng_fingerprint,
+        category="rng",
+        available=_torch_loaded,
+    )
+)
+
+
+# --- policy: what a call sets inside its scope --------------------------------------------------------------
+
+
+def torch_backend_flags(
+    *, matmul_allow_tf32: bool, cudnn_allow_tf32: bool, deterministic: bool, benchmark: bool
+) -> None:
+    """Set the four backend flags a library adapter wants for its call, each only where it differs.
+
+    Call it inside a hermetic scope: the scope's guards put the caller's values back. TF32 goes
+    through the legacy setters, which keep torch's legacy and new TF32 views consistent.
+    """
+    backends = _torch().backends
+    wanted = (
+        (backends.cuda.matmul, "allow_tf32", matmul_allow_tf32),
+        (backends.cudnn, "allow_tf32", cudnn_allow_tf32),
+        (backends.cudnn, "deterministic", deterministic),
+        (backends.cudnn, "benchmark", benchmark),
+    )
+    for owner, name, value in wanted:
+        try:
+            current = getattr(owner, name)
+        except RuntimeError:  # mixed legacy/new TF32 state left by the caller: set it outright
+            current = None
+        if current != value:
+            setattr(owner, name, value)
+
+
+@contextmanager
+def fresh_torch_state() -> Iterator[None]:
+    """Give the call the thread-local torch state of a fresh process, whatever the caller set.
+
+    Grad mode on, inference mode off, anomaly detection off, float32 default dtype, no default
+    device, deterministic algorithms off. The scope's guards restore the caller's values after.
+    """
+    torch = _torch()
+    with ExitStack() as stack:
+        if torch.is_inference_mode_enabled():
+            stack.enter_context(torch.inference_mode(False))
+        if not torch.is_grad_enabled():
+            torch.set_grad_enabled(True)
+        if torch.is_anomaly_enabled():
+            torch.set_anomaly_enabled(False)
+        if torch.get_default_dtype() is not torch.float32:
+            torch.set_default_dtype(torch.float32)
+        if hasattr(torch, "_GLOBAL_DEVICE_CONTEXT") and _default_device() is not None:
+            torch.set_default_device(None)
+        if torch.are_deterministic_algorithms_enabled():
+            torch.use_deterministic_algorithms(False)
+        yield
