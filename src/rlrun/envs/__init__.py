@@ -1,0 +1,32 @@
+"""Tasks as torch vector envs: rlrun's native batched tasks and any Gymnasium id behind one contract.
+
+Importing this package registers the native tasks with Gymnasium and imports no torch; the env
+classes import torch in their own modules, which Gymnasium imports when it builds them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rlrun.envs.tasks import NATIVE_TASKS, NativeTask, env_config, make_env, register_task, resolve_task
+
+if TYPE_CHECKING:
+    from rlrun.envs.statistics import EpisodeStatistics
+
+__all__ = [
+    "NATIVE_TASKS",
+    "EpisodeStatistics",
+    "NativeTask",
+    "env_config",
+    "make_env",
+    "register_task",
+    "resolve_task",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EpisodeStatistics":  # imports torch, so only on first use
+        from rlrun.envs.statistics import EpisodeStatistics
+
+        return EpisodeStatistics
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

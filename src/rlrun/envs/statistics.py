@@ -1,0 +1,79 @@
+"""Episode returns and lengths of a torch vector env (SAME_STEP autoreset), kept on its device.
+
+Gymnasium's `gymnasium.wrappers.vector.RecordEpisodeStatistics` keeps its counters in NumPy arrays
+and fails on the first step of a torch env (`ndarray += Tensor` raises `TypeError`), hence this one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium.vector import VectorEnv, VectorWrapper
+
+
+class EpisodeStatistics(VectorWrapper):
+    """Count transitions and record the return and length of every finished episode.
+
+    Running returns and lengths stay on the env's device; a step syncs with the host only to fetch
+    the episodes that ended in it. `on_step(self)` is called after every step (progress displays).
+    """
+
+    env_steps: int
+    """Transitions taken since construction, summed over envs."""
+    episode_returns: list[float]
+    """Undiscounted return of every finished episode, oldest first (within a step, in env-index order)."""
+    episode_lengths: list[int]
+    """Length of every finished episode, in the same order as `episode_returns`."""
+
+    def __init__(self, env: VectorEnv, on_step: Callable[[EpisodeStatistics], None] | None = None):
+        super().__init__(env)
+        self.on_step = on_step
+        self.env_steps = 0
+        self.episode_returns = []
+        self.episode_lengths = []
+        self._returns = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
+        self._lengths = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the wrapped env's tensors."""
+        return self.env.device
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[torch.Tensor, dict[str, Any]]:
+        """Reset the env and drop the episodes in progress (finished ones are kept)."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._returns.zero_()
+        self._lengths.zero_()
+        return obs, info
+
+    def step(
+        self, actions: torch.Tensor | np.ndarray
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Step the env, update the running statistics, record finished episodes, call `on_step`."""
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.env_steps += self.num_envs
+        self._returns += reward
+        self._lengths += 1
+        ended = torch.nonzero(terminated | truncated).squeeze(1)
+        if len(ended) > 0:
+            self.episode_returns.extend(self._returns[ended].tolist())
+            self.episode_lengths.extend(self._lengths[ended].tolist())
+            self._returns[ended] = 0.0
+            self._lengths[ended] = 0
+        if self.on_step is not None:
+            self.on_step(self)
+        return obs, reward, terminated, truncated, info
+
+    def mean_return(self, last: int = 100) -> float | None:
+        """Return the mean return of the last `last` finished episodes, or None before the first one."""
+        if last < 1:
+            raise ValueError(f"last must be at least 1, got {last}.")
+        if not self.episode_returns:
+            return None
+        recent = self.episode_returns[-last:]
+        return sum(recent) / len(recent)

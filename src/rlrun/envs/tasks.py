@@ -1,0 +1,199 @@
+"""Task registry and env factory: rlrun's native torch tasks and any registered Gymnasium id.
+
+Native tasks are registered with Gymnasium under a string `vector_entry_point`, so registering them
+imports no torch; Gymnasium imports the env module when it builds one. Every env `make_env` returns
+satisfies the same contract: a Gymnasium `VectorEnv` in SAME_STEP autoreset mode whose reset and
+step take and return torch tensors on its `device`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+from gymnasium.envs.registration import EnvSpec, load_env_creator
+from gymnasium.vector import AutoresetMode, VectorEnv
+
+from rlrun.errors import InvalidArgument, UnknownTask, did_you_mean
+
+if TYPE_CHECKING:
+    import torch
+
+VECTORIZATION_MODES = ("sync", "async")
+"""How `make_env` runs the sub-envs of a Gymnasium (non-native) task: in this process or one process each."""
+
+_SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
+"""Constructor parameters that `env_config` leaves out: rlrun passes them itself."""
+
+
+@dataclass(frozen=True)
+class NativeTask:
+    """A task that rlrun implements as a batched torch vector env."""
+
+    id: str
+    """Gymnasium id, e.g. 'rlrun/CartPole-v1'."""
+    vector_entry_point: str
+    """'module:Class' of the torch `VectorEnv`."""
+    max_episode_steps: int
+    """Time limit: episodes are truncated after this many steps."""
+    default_library: str
+    """RL library used when the user names none."""
+    reward_threshold: float | None = None
+    """Mean return at which the task counts as solved."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Constructor keyword arguments that define the task (e.g. `continuous=True`); do not mutate."""
+
+
+NATIVE_TASKS: dict[str, NativeTask] = {}
+"""Native tasks by id, in registration order."""
+
+
+def register_task(
+    id: str,
+    vector_entry_point: str,
+    *,
+    max_episode_steps: int,
+    default_library: str,
+    reward_threshold: float | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+) -> NativeTask:
+    """Register a native torch task with Gymnasium and in `NATIVE_TASKS`; repeating a call is a no-op."""
+    task = NativeTask(
+        id=id,
+        vector_entry_point=vector_entry_point,
+        max_episode_steps=max_episode_steps,
+        default_library=default_library,
+        reward_threshold=reward_threshold,
+        kwargs=dict(kwargs or {}),
+    )
+    _register_with_gymnasium(task)
+    NATIVE_TASKS[id] = task
+    return task
+
+
+def make_env(
+    task: str,
+    num_envs: int,
+    *,
+    device: str | torch.device = "cpu",
+    vectorization: str = "sync",
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> VectorEnv:
+    """Build `num_envs` copies of `task` as a torch vector env on `device` (not reset yet).
+
+    Native tasks are built by their own batched class (`vectorization` does not apply to them). Any
+    other registered Gymnasium id is vectorized by Gymnasium (`vectorization` "sync" or "async") and
+    wrapped in `GymnasiumTorchVectorEnv`. `env_kwargs` go to the env's constructor and may include
+    `max_episode_steps`.
+    """
+    spec = _find_spec(task)
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+        raise InvalidArgument(f"num_envs must be a positive integer, got {num_envs!r}.")
+    if vectorization not in VECTORIZATION_MODES:
+        raise InvalidArgument(f"vectorization must be one of {', '.join(VECTORIZATION_MODES)}, got {vectorization!r}.")
+    env_kwargs = dict(env_kwargs or {})
+    if task in NATIVE_TASKS:
+        return gymnasium.make_vec(
+            spec.id, num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs
+        )
+
+    from rlrun.envs.gymnasium_torch import GymnasiumTorchVectorEnv  # imports torch
+
+    env = gymnasium.make_vec(
+        spec.id,
+        num_envs,
+        vectorization_mode=vectorization,
+        vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+        **env_kwargs,
+    )
+    try:
+        return GymnasiumTorchVectorEnv(env, device=device)
+    except BaseException:
+        env.close()
+        raise
+
+
+def env_config(task: str) -> dict[str, Any]:
+    """Return the keyword arguments `task` accepts in `make_env(env_kwargs=...)`, with their defaults.
+
+    That is `max_episode_steps` from the spec, the env constructor's keyword parameters with defaults
+    (less `num_envs`, `device` and `render_mode`, which rlrun sets itself) and the spec's kwargs.
+    """
+    spec = _find_spec(task)
+    creator = spec.vector_entry_point if task in NATIVE_TASKS else spec.entry_point
+    if isinstance(creator, str):
+        creator = load_env_creator(creator)
+    config: dict[str, Any] = {}
+    if creator is not None:
+        for name, parameter in inspect.signature(creator).parameters.items():
+            keyword = parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+            if keyword and parameter.default is not parameter.empty and name not in _SET_BY_RLRUN:
+                config[name] = parameter.default
+    config.update(spec.kwargs)
+    config["max_episode_steps"] = spec.max_episode_steps
+    return config
+
+
+def _register_with_gymnasium(task: NativeTask) -> None:
+    """Register `task` with Gymnasium unless it holds this very spec already (overriding warns)."""
+    spec = EnvSpec(
+        id=task.id,
+        vector_entry_point=task.vector_entry_point,
+        max_episode_steps=task.max_episode_steps,
+        reward_threshold=task.reward_threshold,
+        kwargs=dict(task.kwargs),
+    )
+    if gymnasium.registry.get(task.id) != spec:
+        gymnasium.register(
+            id=task.id,
+            vector_entry_point=task.vector_entry_point,
+            max_episode_steps=task.max_episode_steps,
+            reward_threshold=task.reward_threshold,
+            kwargs=dict(task.kwargs),
+        )
+
+
+def _find_spec(task: str) -> EnvSpec:
+    """Return the Gymnasium spec of `task`, or raise `UnknownTask` naming the nearest registered id."""
+    native = NATIVE_TASKS.get(task)
+    if native is not None and task not in gymnasium.registry:
+        # The registry was restored to a state from before rlrun.envs was imported: put ours back.
+        _register_with_gymnasium(native)
+    spec = gymnasium.registry.get(task)
+    if spec is None:
+        raise UnknownTask(
+            f"unknown task {task!r}.{did_you_mean(task, gymnasium.registry)} "
+            "See `rlrun list tasks --gymnasium` for every registered id."
+        )
+    return spec
+
+
+def resolve_task(task: str) -> str:
+    """Return the registered id of `task`, or raise `UnknownTask` naming the nearest registered id."""
+    return _find_spec(task).id
+
+
+register_task(
+    "rlrun/CartPole-v1",
+    "rlrun.envs.cartpole:CartPoleVectorEnv",
+    max_episode_steps=500,
+    default_library="sb3",
+    reward_threshold=475.0,
+)
+register_task(
+    "rlrun/CartPoleContinuous-v1",
+    "rlrun.envs.cartpole:CartPoleVectorEnv",
+    max_episode_steps=500,
+    default_library="rsl_rl",
+    reward_threshold=475.0,
+    kwargs={"continuous": True},
+)
+register_task(
+    "rlrun/Pendulum-v1",
+    "rlrun.envs.pendulum:PendulumVectorEnv",
+    max_episode_steps=200,
+    default_library="rsl_rl",
+)

@@ -1,0 +1,122 @@
+"""EpisodeStatistics: returns and lengths of finished episodes of a torch vector env."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from rlrun.envs import EpisodeStatistics, make_env
+
+
+class ScriptedEnv(VectorEnv):
+    """Plays back given rewards, terminations and truncations, one row per step."""
+
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, rewards, terminated, truncated):
+        self.rewards = torch.tensor(rewards, dtype=torch.float32)
+        self.terminated = torch.tensor(terminated, dtype=torch.bool)
+        self.truncated = torch.tensor(truncated, dtype=torch.bool)
+        self.num_envs = self.rewards.shape[1]
+        self.device = torch.device("cpu")
+        self.single_observation_space = spaces.Box(-1.0, 1.0, (1,))
+        self.single_action_space = spaces.Discrete(2)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        return torch.zeros(self.num_envs, 1), {}
+
+    def step(self, actions):
+        t, self.t = self.t, self.t + 1
+        obs = torch.zeros(self.num_envs, 1)
+        done = self.terminated[t] | self.truncated[t]
+        info = {"final_obs": obs.clone(), "_final_obs": done}
+        return obs, self.rewards[t], self.terminated[t], self.truncated[t], info
+
+
+def test_records_finished_episodes_in_env_index_order():
+    env = EpisodeStatistics(
+        ScriptedEnv(
+            rewards=[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0.5, 0.5, 0.5]],
+            terminated=[[0, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0]],
+            truncated=[[0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0]],
+        )
+    )
+    env.reset(seed=0)
+    assert env.mean_return() is None
+    ended_per_step = []
+    for _ in range(4):
+        before = len(env.episode_returns)
+        env.step(torch.zeros(3, dtype=torch.int64))
+        ended_per_step.append(len(env.episode_returns) - before)
+    assert ended_per_step == [1, 1, 2, 0]
+    assert env.episode_returns == [3.0, 4.0, 3.0, 6.0]  # env 2, env 1, then env 0 before env 2
+    assert env.episode_lengths == [1, 2, 3, 2]
+    assert env.env_steps == 12
+    assert env.mean_return() == 4.0
+    assert env.mean_return(last=2) == 4.5
+
+
+def test_matches_a_per_env_python_count_on_cartpole():
+    env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 16))
+    env.reset(seed=0)
+    returns, lengths = [0.0] * 16, [0] * 16
+    expected_returns, expected_lengths = [], []
+    actions_rng = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        _, reward, terminated, truncated, _ = env.step(torch.randint(0, 2, (16,), generator=actions_rng))
+        for i in range(16):
+            returns[i] += float(reward[i])
+            lengths[i] += 1
+            if terminated[i] or truncated[i]:
+                expected_returns.append(returns[i])
+                expected_lengths.append(lengths[i])
+                returns[i], lengths[i] = 0.0, 0
+    assert len(expected_returns) > 50
+    assert env.episode_returns == expected_returns
+    assert env.episode_lengths == expected_lengths
+    assert env.env_steps == 300 * 16
+    assert env.device == torch.device("cpu")
+    assert env.num_envs == 16
+
+
+def test_pendulum_episodes_last_200_steps_through_the_gymnasium_adapter():
+    env = EpisodeStatistics(make_env("Pendulum-v1", 2))
+    env.reset(seed=0)
+    for _ in range(400):
+        env.step(torch.zeros(2, 1))
+    assert env.episode_lengths == [200, 200, 200, 200]
+    assert all(r < 0 for r in env.episode_returns)
+    env.close()
+
+
+def test_reset_drops_episodes_in_progress():
+    env = EpisodeStatistics(make_env("rlrun/Pendulum-v1", 2, env_kwargs={"max_episode_steps": 5}))
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(torch.zeros(2, 1))
+    env.reset()
+    for _ in range(5):
+        env.step(torch.zeros(2, 1))
+    assert env.episode_lengths == [5, 5]
+    assert env.env_steps == 16
+
+
+def test_on_step_is_called_after_every_step_with_the_wrapper():
+    seen = []
+    env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 4), on_step=lambda stats: seen.append(stats.env_steps))
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(torch.zeros(4, dtype=torch.int64))
+    assert seen == [4, 8, 12]
+
+
+def test_mean_return_rejects_an_empty_window():
+    env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 1))
+    with pytest.raises(ValueError, match="at least 1"):
+        env.mean_return(last=0)
