@@ -1,0 +1,49 @@
+"""rlrun: train, play and compare RL agents with the major libraries, one hermetic call at a time.
+
+    import rlrun
+    result = rlrun.train(rlrun.TrainRequest(task="rlrun/CartPoleContinuous-v1", library="rsl_rl"))
+    played = rlrun.play(rlrun.PlayRequest(task="rlrun/CartPoleContinuous-v1", library="rsl_rl"))
+    exit_code = rlrun.main(["list"])
+
+Every call leaves the process as it found it (see `rlrun.hermetic`). Importing rlrun imports no
+torch, JAX or RL library: the public names below are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_PUBLIC = {
+    "TrainRequest": "rlrun.api",
+    "PlayRequest": "rlrun.api",
+    "TrainResult": "rlrun.api",
+    "PlayResult": "rlrun.api",
+    "train": "rlrun.api",
+    "play": "rlrun.api",
+    "main": "rlrun.cli",
+    "errors": "rlrun.errors",
+}
+
+if TYPE_CHECKING:
+    from rlrun import errors
+    from rlrun.api import PlayRequest, PlayResult, TrainRequest, TrainResult, play, train
+    from rlrun.cli import main
+
+__all__ = ["PlayRequest", "PlayResult", "TrainRequest", "TrainResult", "errors", "main", "play", "train"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlrun' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    value = loaded if name == "errors" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])

@@ -1,0 +1,684 @@
+"""The typed API: requests in, results out, every call hermetic.
+
+    result = rlrun.train(rlrun.TrainRequest(task="rlrun/CartPoleContinuous-v1", library="rsl_rl"))
+    played = rlrun.play(rlrun.PlayRequest(task="rlrun/CartPoleContinuous-v1", library="rsl_rl"))
+
+Each call runs in three phases (see `rlrun.hermetic.scope`): plan (parse and validate the request,
+import what it needs; nothing else changes and no directory is made), run (inside the guarded scope:
+the library may change any global), restore. User mistakes raise `rlrun.errors.UserError`
+subclasses; nothing here calls `sys.exit`. This module imports no RL library: adapters are looked up
+in `rlrun.libraries.LIBRARIES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.metadata
+import math
+import re
+import secrets
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from rlrun import configs, runs
+from rlrun.errors import InvalidArgument, UnsupportedTask, UserError, did_you_mean
+from rlrun.hermetic import Call, fresh_torch_state, hermetic_call
+from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
+from rlrun.progress import Progress
+
+CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
+"""Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
+imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's."""
+
+MAX_NUM_ENVS = 1 << 20
+MAX_SEED = 2**32 - 1
+VECTORIZATION_MODES = ("sync", "async")
+
+
+# --- requests and results -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """What to train. `None` means the tuned default of the task and library."""
+
+    task: str
+    """A Gymnasium id: rlrun's native tasks (`rlrun/CartPole-v1`, ...) or any registered id."""
+    library: str | None = None
+    """`rsl_rl`, ... (`rlrun list`); None: the task's default library."""
+    num_envs: int | None = None
+    seed: int | None = None
+    """Seeds this call's RNGs and environments; -1 draws one from the OS (recorded in run.json)."""
+    max_iterations: int | None = None
+    """Library iterations (RSL-RL: rollouts of `num_steps_per_env` steps per env, then an update)."""
+    device: str | None = None
+    """`cpu`, `cuda` or `cuda:N`; None: `cuda` when available, else `cpu`."""
+    checkpoint: str | None = None
+    """With `resume`: `latest`, `best` or a path to continue from."""
+    load_run: str | None = None
+    """With `resume`: the run directory name (or a regex) to take the checkpoint from."""
+    resume: bool = False
+    overrides: tuple[str, ...] = ()
+    """`agent.<key>=<value>` and `env.<key>=<value>` words (OmegaConf dotlists)."""
+    log_root: str = "logs"
+    experiment: str | None = None
+    """Folder under `<log_root>/<library>/`; None: the task id made path-safe."""
+    run_name: str | None = None
+    """Suffix of the run directory name."""
+    video: bool = False
+    video_length: int = 200
+    deterministic: bool = False
+    """Ask torch for deterministic algorithms (slower; CUDA needs it to be reproducible)."""
+    vectorization: str = "sync"
+    """How a Gymnasium (non-native) task runs its sub-envs: `sync` (one process) or `async`."""
+    verbose: bool = False
+    """Pass the library's own console output through instead of writing it to `console.log`."""
+    argv: tuple[str, ...] | None = None
+    """The command line that made this request (set by the CLI; recorded in run.json)."""
+
+
+@dataclass(frozen=True)
+class PlayRequest:
+    """What to evaluate: a trained checkpoint, run for `num_episodes` episodes."""
+
+    task: str
+    library: str | None = None
+    checkpoint: str = "latest"
+    """`latest`, `best`, a path, or a checkpoint file name inside `load_run`."""
+    load_run: str | None = None
+    num_envs: int | None = None
+    """None: as many as `num_episodes` (at most 64)."""
+    num_episodes: int = 10
+    seed: int | None = None
+    device: str | None = None
+    overrides: tuple[str, ...] = ()
+    log_root: str = "logs"
+    experiment: str | None = None
+    deterministic: bool = True
+    """Act with the policy's mean action; False samples from the policy's distribution."""
+    max_steps: int | None = None
+    """Stop after this many vector steps even if fewer episodes finished (None: 100 episode lengths)."""
+    video: bool = False
+    video_length: int = 200
+    vectorization: str = "sync"
+    verbose: bool = False
+    argv: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training call produced."""
+
+    task: str
+    library: str
+    run_dir: Path
+    checkpoint: Path | None
+    """The last checkpoint written."""
+    seed: int
+    num_envs: int
+    iterations: int
+    env_steps: int
+    episodes: int
+    mean_return: float | None
+    """Mean return of the last 100 finished training episodes."""
+    steps_per_s: float
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
+class PlayResult:
+    """Episode returns and lengths of a trained policy."""
+
+    task: str
+    library: str
+    checkpoint: Path
+    run_dir: Path | None
+    returns: tuple[float, ...]
+    lengths: tuple[int, ...]
+    mean_return: float | None
+    std_return: float | None
+    mean_length: float | None
+    env_steps: int
+    steps_per_s: float
+
+
+# --- public calls -------------------------------------------------------------------------------------------
+
+
+def train(request: TrainRequest, *, check_leaks: bool | None = None, progress: Progress | None = None) -> TrainResult:
+    """Train an agent; the process is left exactly as it was found (see `rlrun.hermetic`)."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
+        return train_in(call, request, progress)
+
+
+def play(request: PlayRequest, *, check_leaks: bool | None = None, progress: Progress | None = None) -> PlayResult:
+    """Evaluate a trained agent; the process is left exactly as it was found."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.play") as call:
+        return play_in(call, request, progress)
+
+
+# --- plans: everything validated before anything changes ----------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    task: str
+    library: Library
+    adapter: ModuleType
+    agent_config: dict[str, Any]
+    env_config: dict[str, Any]
+    num_envs: int
+    seed: int
+    device: str
+    log_root: Path
+    experiment: str
+    checkpoint: Path | None = None
+    checkpoint_run: runs.Run | None = None
+    max_iterations: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = None, flag: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{flag} must be an integer, not {value!r}.")
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+        raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
+
+
+def _check_common(request: TrainRequest | PlayRequest) -> None:
+    if not isinstance(request.task, str) or not request.task:
+        raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
+    _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
+    if request.seed != -1:
+        _check_int(request.seed, "the seed", minimum=0, maximum=MAX_SEED, flag="--seed")
+    if request.vectorization not in VECTORIZATION_MODES:
+        raise InvalidArgument(
+            f"--vectorization {request.vectorization!r} is not one of {', '.join(VECTORIZATION_MODES)}."
+            f"{did_you_mean(request.vectorization, VECTORIZATION_MODES)}"
+        )
+    if request.video:
+        raise InvalidArgument("--video is not available in this version of rlrun yet; drop --video.")
+    if isinstance(request.overrides, str):
+        raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
+    if request.experiment is not None:
+        runs.check_name(request.experiment, "--experiment_name")
+
+
+def _resolve_device(device: str | None) -> str:
+    import torch
+
+    if device is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+        raise InvalidArgument(f"--device {device!r} is not a device: use cpu, cuda or cuda:N.")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise InvalidArgument(f"--device {device!r} requested but CUDA is not available here; pass --device cpu.")
+        index = int(device.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise InvalidArgument(f"--device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible.")
+    return device
+
+
+def _resolve_seed(seed: int | None, default: Any) -> int:
+    if seed is None:
+        seed = default if isinstance(default, int) else 42
+    if seed == -1:
+        seed = secrets.randbelow(MAX_SEED)  # OS entropy: the caller's RNGs are not consumed
+    return seed
+
+
+def _choose_library(call: Call, task: str, name: str | None) -> Library:
+    from rlrun.envs import NATIVE_TASKS
+
+    if name is not None:
+        library = get_library(name)
+    elif task in NATIVE_TASKS:
+        default = NATIVE_TASKS[task].default_library
+        try:
+            library = get_library(default)
+        except UserError:
+            known = ", ".join(libraries_for("Box"))
+            raise UnsupportedTask(
+                f"{task}'s default library {default!r} is not available in this version of rlrun; "
+                f"pass --library with one that can act in its action space ({known} act in Box spaces)."
+            ) from None
+    else:
+        space = _probe_action_space(call, task)
+        candidates = [get_library(n) for n in libraries_for(space)]
+        installed = [library for library in candidates if library.installed]
+        if not installed:
+            hint = f"install one of: {', '.join(c.install_hint for c in candidates)}" if candidates else ""
+            raise UnsupportedTask(f"no installed library can act in {task}'s {space} action space; {hint}".rstrip())
+        library = installed[0]
+    check_installed(library)
+    return library
+
+
+def _probe_action_space(call: Call, task: str) -> str:
+    """Build one instance of `task` inside a guarded span and return its action space class name."""
+    import gymnasium
+
+    with call.guarded():
+        env = gymnasium.make(task)
+        try:
+            return type(env.action_space).__name__
+        finally:
+            env.close()
+
+
+def _configs(library: Library, task: str, overrides: tuple[str, ...], saved_run: runs.Run | None) -> tuple[dict, dict]:
+    from rlrun.envs import env_config
+
+    scoped = configs.split_overrides(overrides)
+    if saved_run is not None and (saved_run.path / "params" / "agent.yaml").is_file():
+        import yaml
+
+        agent = yaml.safe_load((saved_run.path / "params" / "agent.yaml").read_text(encoding="utf-8"))
+        environment = yaml.safe_load((saved_run.path / "params" / "env.yaml").read_text(encoding="utf-8"))
+    else:
+        agent = configs.load_agent_config(library.name, task)
+        environment = env_config(task)
+    agent = configs.apply_overrides(agent, scoped["agent"], scope="agent")
+    environment = configs.apply_overrides(environment, scoped["env"], scope="env")
+    return agent, environment
+
+
+def _plan(call: Call, request: TrainRequest | PlayRequest) -> tuple[str, Library, ModuleType]:
+    _check_common(request)
+    call.import_modules(CORE_IMPORTS)
+    from rlrun.envs import resolve_task
+
+    task = resolve_task(request.task)
+    library = _choose_library(call, task, request.library)
+    adapter = load_adapter(library)
+    call.import_modules(adapter.IMPORTS)
+    return task, library, adapter
+
+
+def _plan_train(call: Call, request: TrainRequest) -> _Plan:
+    task, library, adapter = _plan(call, request)
+    _check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
+    if request.run_name is not None:
+        runs.check_name(request.run_name, "--run_name")
+    experiment = request.experiment or runs.experiment_name(task)
+    checkpoint, checkpoint_run = None, None
+    if request.resume or request.checkpoint is not None or request.load_run is not None:
+        if not request.resume:
+            raise InvalidArgument("--checkpoint and --load_run continue a run only with --resume; add --resume.")
+        checkpoint, checkpoint_run = runs.resolve_checkpoint(
+            request.checkpoint or "latest",
+            log_root=request.log_root,
+            library=library.name,
+            task=task,
+            experiment=request.experiment,
+            load_run=request.load_run,
+        )
+        adapter.check_checkpoint(checkpoint)
+    agent, environment = _configs(library, task, request.overrides, checkpoint_run)
+    num_envs = request.num_envs or agent.get("num_envs", 1)
+    plan = _Plan(
+        task=task,
+        library=library,
+        adapter=adapter,
+        agent_config=agent,
+        env_config=environment,
+        num_envs=num_envs,
+        seed=_resolve_seed(request.seed, agent.get("seed")),
+        device=_resolve_device(request.device),
+        log_root=Path(request.log_root).absolute(),
+        experiment=experiment,
+        checkpoint=checkpoint,
+        checkpoint_run=checkpoint_run,
+        max_iterations=request.max_iterations or int(agent.get("max_iterations", 1)),
+    )
+    _check_int(plan.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
+    return plan
+
+
+def _plan_play(call: Call, request: PlayRequest) -> _Plan:
+    task, library, adapter = _plan(call, request)
+    _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
+    _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
+    checkpoint, checkpoint_run = runs.resolve_checkpoint(
+        request.checkpoint,
+        log_root=request.log_root,
+        library=library.name,
+        task=task,
+        experiment=request.experiment,
+        load_run=request.load_run,
+    )
+    if checkpoint_run is not None and checkpoint_run.manifest.get("task") not in (None, task):
+        raise InvalidArgument(
+            f"checkpoint {str(checkpoint)!r} was trained on {checkpoint_run.manifest['task']!r}, not {task!r}."
+        )
+    if checkpoint_run is not None and checkpoint_run.manifest.get("library") not in (None, library.name):
+        raise InvalidArgument(
+            f"checkpoint {str(checkpoint)!r} was trained with {checkpoint_run.manifest['library']!r}, "
+            f"not {library.name!r}; pass --library {checkpoint_run.manifest['library']}."
+        )
+    adapter.check_checkpoint(checkpoint)
+    agent, environment = _configs(library, task, request.overrides, checkpoint_run)
+    return _Plan(
+        task=task,
+        library=library,
+        adapter=adapter,
+        agent_config=agent,
+        env_config=environment,
+        num_envs=request.num_envs or min(request.num_episodes, 64),
+        seed=_resolve_seed(request.seed, agent.get("seed")),
+        device=_resolve_device(request.device),
+        log_root=Path(request.log_root).absolute(),
+        experiment=request.experiment or runs.experiment_name(task),
+        checkpoint=checkpoint,
+        checkpoint_run=checkpoint_run,
+    )
+
+
+# --- runs: inside the guarded scope -------------------------------------------------------------------------
+
+
+def _seed_everything(seed: int) -> None:
+    """Seed this call's global RNGs (the scope restores the caller's states afterwards)."""
+    import random
+
+    import numpy
+    import torch
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)  # seeds CUDA's generators too, lazily, without initialising CUDA
+
+
+@contextlib.contextmanager
+def _determinism(enabled: bool, device: str) -> Iterator[None]:
+    import os
+
+    import torch
+
+    if enabled:
+        if device.startswith("cuda"):
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True)
+    yield
+
+
+def _make_env(plan: _Plan, vectorization: str, on_step: Any = None) -> Any:
+    from rlrun.envs import EpisodeStatistics, make_env
+
+    env = make_env(
+        plan.task, plan.num_envs, device=plan.device, vectorization=vectorization, env_kwargs=plan.env_config
+    )
+    try:
+        supported = plan.library.action_spaces
+        space = type(env.single_action_space).__name__
+        if space not in supported:
+            able = [name for name in libraries_for(space) if name != plan.library.name]
+            alternative = f"; use {' or '.join(able)} (--library {able[0]})" if able else ""
+            raise UnsupportedTask(
+                f"{plan.library.name} cannot train {plan.task}: its action space is {space} and "
+                f"{plan.library.name} supports {', '.join(supported)} only{alternative}."
+            )
+        return EpisodeStatistics(env, on_step=on_step)
+    except BaseException:
+        env.close()
+        raise
+
+
+def _versions(library: Library) -> dict[str, str | None]:
+    def version(distribution: str) -> str | None:
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "rlrun": version("rlrun"),
+        library.distribution: library.version,
+        "torch": version("torch"),
+        "gymnasium": version("gymnasium"),
+        "python": sys.version.split()[0],
+    }
+
+
+class _RunRecord:
+    """The run directory and its manifest, written atomically at every change."""
+
+    def __init__(self, plan: _Plan, request: TrainRequest) -> None:
+        self.dir = runs.new_run_dir(plan.log_root, plan.library.name, plan.experiment, request.run_name)
+        self.manifest: dict[str, Any] = {
+            "version": runs.MANIFEST_VERSION,
+            "library": plan.library.name,
+            "task": plan.task,
+            "experiment": plan.experiment,
+            "run_name": request.run_name,
+            "seed": plan.seed,
+            "num_envs": plan.num_envs,
+            "max_iterations": plan.max_iterations,
+            "device": plan.device,
+            "argv": list(request.argv) if request.argv is not None else None,
+            "versions": _versions(plan.library),
+            "parent": (
+                {
+                    "run": str(plan.checkpoint_run.path) if plan.checkpoint_run else None,
+                    "checkpoint": str(plan.checkpoint),
+                }
+                if plan.checkpoint
+                else None
+            ),
+            "created_at": runs.utc_now(),
+            "status": "running",
+            "checkpoints": [],
+        }
+        (self.dir / "params").mkdir(parents=True)
+        runs.atomic_write_text(self.dir / "params" / "agent.yaml", configs.to_yaml(plan.agent_config))
+        runs.atomic_write_text(self.dir / "params" / "env.yaml", configs.to_yaml(plan.env_config))
+        self.write()
+
+    def write(self) -> None:
+        runs.write_manifest(self.dir, self.manifest)
+
+    def finish(self, status: str, **fields: Any) -> None:
+        self.manifest.update(status=status, finished_at=runs.utc_now(), **fields)
+        self.write()
+
+
+@contextlib.contextmanager
+def _console(run_dir: Path, verbose: bool) -> Iterator[None]:
+    """Send the library's console output (stdout) to `<run_dir>/console.log` unless `verbose`."""
+    if verbose:
+        yield
+        return
+    with open(run_dir / "console.log", "a", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+        yield
+
+
+def train_in(call: Call, request: TrainRequest, progress: Progress | None = None) -> TrainResult:
+    """`train` within an already open hermetic call (the CLI opens one around argument parsing)."""
+    plan = _plan_train(call, request)
+    per_iteration = plan.adapter.env_steps_per_iteration(plan.agent_config, plan.num_envs)
+    with call.guarded(), fresh_torch_state(), _determinism(request.deterministic, plan.device):
+        _seed_everything(plan.seed)
+        on_step = None if progress is None else (lambda stats: progress.update(stats.env_steps, stats.mean_return()))
+        env = _make_env(plan, request.vectorization, on_step)
+        record: _RunRecord | None = None
+        started = time.perf_counter()
+        try:
+            record = _RunRecord(plan, request)
+            if progress is not None:
+                progress.start(
+                    f"train {plan.library.name} {plan.task}",
+                    plan.max_iterations * per_iteration,
+                    per_iteration,
+                )
+
+            def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
+                path = record.dir / name
+                runs.atomic_save(path, write)
+                record.manifest["checkpoints"].append(
+                    {
+                        "file": name,
+                        "iteration": iteration,
+                        "env_steps": env.env_steps,
+                        "mean_return": env.mean_return(),
+                        "saved_at": runs.utc_now(),
+                    }
+                )
+                record.write()
+                return path
+
+            job_config = plan.adapter.run_config(plan.agent_config)
+            from rlrun.libraries.base import TrainJob
+
+            job = TrainJob(
+                env=env,
+                stats=env,
+                config=job_config,
+                max_iterations=plan.max_iterations,
+                seed=plan.seed,
+                device=plan.device,
+                run_dir=record.dir,
+                save_checkpoint=save_checkpoint,
+                resume_from=plan.checkpoint,
+                deterministic=request.deterministic,
+            )
+            with _console(record.dir, request.verbose):
+                outcome = plan.adapter.train(job)
+            wall = time.perf_counter() - started
+            result = TrainResult(
+                task=plan.task,
+                library=plan.library.name,
+                run_dir=record.dir,
+                checkpoint=outcome.checkpoint,
+                seed=plan.seed,
+                num_envs=plan.num_envs,
+                iterations=outcome.iterations,
+                env_steps=env.env_steps,
+                episodes=len(env.episode_returns),
+                mean_return=env.mean_return(),
+                steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
+                wall_time_s=wall,
+            )
+            record.finish("completed", result=_jsonable(result))
+            return result
+        except BaseException as error:
+            if record is not None:
+                status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+                try:
+                    record.finish(status, error=f"{type(error).__name__}: {error}")
+                except Exception as manifest_error:  # never mask the call's own exception
+                    error.add_note(f"rlrun: could not mark the run {status}: {manifest_error!r}")
+            raise
+        finally:
+            if progress is not None:
+                progress.stop()
+            env.close()
+
+
+def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) -> PlayResult:
+    """`play` within an already open hermetic call."""
+    plan = _plan_play(call, request)
+    with call.guarded(), fresh_torch_state():
+        import torch
+
+        _seed_everything(plan.seed)
+        env = _make_env(plan, request.vectorization)
+        try:
+            from rlrun.libraries.base import PlayJob
+
+            job = PlayJob(
+                env=env,
+                config=plan.adapter.run_config(plan.agent_config),
+                checkpoint=plan.checkpoint,  # type: ignore[arg-type]
+                device=plan.device,
+                deterministic=request.deterministic,
+            )
+            sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
+            with sink:
+                policy = plan.adapter.load_policy(job)
+            episode_cap = math.ceil(request.num_episodes / plan.num_envs)
+            max_steps = request.max_steps or 100 * int(plan.env_config.get("max_episode_steps") or 1000)
+            if progress is not None:
+                progress.start(f"play {plan.library.name} {plan.task}", None, None)
+            started = time.perf_counter()
+            returns, lengths = _evaluate(env, policy, plan, episode_cap, max_steps, progress)
+            wall = max(time.perf_counter() - started, 1e-9)
+            order = sorted(range(len(returns)), key=lambda i: (returns[i][0], returns[i][1]))
+            episodes = [returns[i][2] for i in order][: request.num_episodes]
+            episode_lengths = [lengths[i] for i in order][: request.num_episodes]
+            values = torch.tensor(episodes, dtype=torch.float64)
+            return PlayResult(
+                task=plan.task,
+                library=plan.library.name,
+                checkpoint=plan.checkpoint,  # type: ignore[arg-type]
+                run_dir=plan.checkpoint_run.path if plan.checkpoint_run else None,
+                returns=tuple(episodes),
+                lengths=tuple(episode_lengths),
+                mean_return=float(values.mean()) if episodes else None,
+                std_return=float(values.std(unbiased=False)) if episodes else None,
+                mean_length=sum(episode_lengths) / len(episode_lengths) if episodes else None,
+                env_steps=env.env_steps,
+                steps_per_s=env.env_steps / wall,
+            )
+        finally:
+            if progress is not None:
+                progress.stop()
+            env.close()
+
+
+def _evaluate(
+    env: Any, policy: Any, plan: _Plan, episode_cap: int, max_steps: int, progress: Progress | None
+) -> tuple[list[tuple[int, int, float]], list[int]]:
+    """Step until every env finished `episode_cap` episodes; return (episode index, env, return) and lengths.
+
+    Taking the first episodes of every env, not the first episodes to finish, keeps short episodes
+    from being over-represented.
+    """
+    import torch
+
+    observations, _ = env.reset(seed=plan.seed)
+    running = torch.zeros(env.num_envs, dtype=torch.float64, device=env.device)
+    steps = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+    finished = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+    returns: list[tuple[int, int, float]] = []
+    lengths: list[int] = []
+    for _ in range(max_steps):
+        with torch.inference_mode():
+            actions = policy(observations)
+        observations, rewards, terminated, truncated, _ = env.step(actions)
+        running += rewards.to(torch.float64)
+        steps += 1
+        done = terminated | truncated
+        if bool(done.any()):
+            for index in done.nonzero().flatten().tolist():
+                if finished[index] < episode_cap:
+                    returns.append((int(finished[index]), index, float(running[index])))
+                    lengths.append(int(steps[index]))
+                finished[index] += 1
+            running[done] = 0.0
+            steps[done] = 0
+            if progress is not None:
+                progress.update(env.env_steps, sum(r for _, _, r in returns) / len(returns))
+            if bool((finished >= episode_cap).all()):
+                break
+    return returns, lengths
+
+
+def _jsonable(result: Any) -> dict[str, Any]:
+    return {
+        key: str(value) if isinstance(value, Path) else value
+        for key, value in dataclasses.asdict(result).items()
+        if not isinstance(value, (tuple, list)) or len(value) < 1000
+    }
+
+
+__all__ = ["PlayRequest", "PlayResult", "TrainRequest", "TrainResult", "UserError", "play", "train"]

@@ -1,0 +1,295 @@
+"""The `rlrun` command line: `main(argv) -> int`, hermetic like every other call.
+
+Exit codes: 0 success, 2 usage or user error (one line on stderr, no traceback), 1 runtime
+failure (traceback), 130 interrupted. `SystemExit` never escapes `main`, so it can be called
+in-process (`rlrun.main([...])`) as safely as the API.
+
+Flags follow Isaac Lab's names (`--rl_library` is an alias of `--library`); trailing
+`agent.<key>=<value>` and `env.<key>=<value>` words override the configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rlrun.errors import InvalidArgument, LeakDetected, UserError, did_you_mean
+
+EXAMPLES = """\
+examples:
+  rlrun train --task rlrun/CartPoleContinuous-v1
+  rlrun train --task rlrun/Pendulum-v1 --library rsl_rl --num_envs 256 agent.algorithm.learning_rate=3e-4
+  rlrun play --task rlrun/CartPoleContinuous-v1 --checkpoint latest --num_episodes 20
+  rlrun list
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises a one-line `InvalidArgument` instead of printing usage and exiting.
+
+    Abbreviated flags are refused (`--num_env` is a typo, not `--num_envs`).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise InvalidArgument(f"{self.prog}: {message} (see '{self.prog} --help').")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="task id: rlrun/CartPole-v1, Pendulum-v1, ... (rlrun list)")
+    parser.add_argument(
+        "--library", "--rl_library", dest="library", default=None, help="RL library (default: the task's own)"
+    )
+    parser.add_argument("--num_envs", type=int, default=None, help="number of parallel environments")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
+    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    parser.add_argument("--log_root", default="logs", help="root of the run directories (default: logs)")
+    parser.add_argument(
+        "--experiment_name",
+        "--experiment",
+        dest="experiment",
+        default=None,
+        help="folder under <log_root>/<library>",
+    )
+    parser.add_argument("--load_run", default=None, help="run directory name (or regex) to take the checkpoint from")
+    parser.add_argument("--video", action="store_true", help="record videos (not available yet)")
+    parser.add_argument("--video_length", type=int, default=200, help="video length in steps")
+    parser.add_argument(
+        "--vectorization", default="sync", help="sync or async sub-envs for Gymnasium (non-native) tasks"
+    )
+    parser.add_argument("--verbose", action="store_true", help="show the library's own console output")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--check_leaks", action="store_true", default=None, help="fail if the call leaves any global changed"
+    )
+
+
+OVERRIDES_HELP = "trailing agent.KEY=VALUE and env.KEY=VALUE words override the configuration"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; `rlrun <command> --help` shows each command's flags."""
+    parser = _Parser(
+        prog="rlrun",
+        description="Train, play and compare RL agents with RSL-RL and other libraries, hermetically.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,play,list}", parser_class=_Parser)
+
+    train = commands.add_parser(
+        "train",
+        help="train an agent",
+        description=f"Train an agent; {OVERRIDES_HELP}.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(train)
+    train.add_argument("--max_iterations", type=int, default=None, help="training iterations (library units)")
+    train.add_argument("--checkpoint", default=None, help="with --resume: latest, best or a path")
+    train.add_argument("--resume", action="store_true", help="continue from --checkpoint / --load_run")
+    train.add_argument("--run_name", default=None, help="suffix of the run directory name")
+    train.add_argument("--deterministic", action="store_true", help="use deterministic torch algorithms")
+
+    play = commands.add_parser(
+        "play",
+        help="evaluate a trained agent",
+        description=f"Evaluate a trained agent; {OVERRIDES_HELP}.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(play)
+    play.add_argument("--checkpoint", default="latest", help="latest (default), best, a path, or a file in --load_run")
+    play.add_argument("--num_episodes", type=int, default=10, help="episodes to play (default 10)")
+    play.add_argument("--max_steps", type=int, default=None, help="stop after this many vector steps")
+    play.add_argument("--stochastic", action="store_true", help="sample actions instead of taking the mean")
+
+    listing = commands.add_parser("list", help="list tasks and libraries")
+    listing.add_argument("what", nargs="?", choices=("tasks", "libraries", "all"), default="all")
+    listing.add_argument("--gymnasium", action="store_true", help="also list every registered Gymnasium id")
+    return parser
+
+
+def parse(arguments: Sequence[str]) -> argparse.Namespace:
+    """Parse a command line; trailing `key=value` words become `args.overrides`."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(arguments)
+    args.overrides = [word for word in extras if "=" in word and not word.startswith("-")]
+    unknown = [word for word in extras if word not in args.overrides]
+    if unknown or (args.overrides and args.command == "list"):
+        command = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        flags = [flag for action in command._actions for flag in action.option_strings]
+        hint = did_you_mean(unknown[0].split("=")[0], flags) if unknown and unknown[0].startswith("-") else ""
+        raise InvalidArgument(
+            f"rlrun {args.command}: unrecognized arguments: {' '.join(unknown or args.overrides)}.{hint} "
+            f"(see 'rlrun {args.command} --help')"
+        )
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `rlrun` command line in-process and return its exit code."""
+    from rlrun.hermetic import hermetic_call
+
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    stderr = sys.stderr
+    try:
+        with hermetic_call(check_leaks=True if "--check_leaks" in arguments else None, name="rlrun") as call:
+            try:
+                args = parse(arguments)
+            except SystemExit as exit:  # --help
+                return exit.code if isinstance(exit.code, int) else 0
+            if args.command == "list":
+                return _list(args)
+            return _run(call, args, arguments)
+    except UserError as error:
+        print(f"rlrun: error: {error}", file=stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rlrun: interrupted", file=stderr)
+        return 130
+    except LeakDetected as error:
+        print(f"rlrun: the call left global state changed:\n{error}", file=stderr)
+        return 1
+    except SystemExit as exit:  # a library called sys.exit
+        code = exit.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except Exception:
+        traceback.print_exc(file=stderr)
+        return 1
+
+
+def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
+    from rlrun import api, progress
+
+    display = None if args.json else progress.for_stream(sys.stderr)
+    common = dict(
+        task=args.task,
+        library=args.library,
+        num_envs=args.num_envs,
+        seed=args.seed,
+        device=args.device,
+        load_run=args.load_run,
+        overrides=tuple(args.overrides),
+        log_root=args.log_root,
+        experiment=args.experiment,
+        video=args.video,
+        video_length=args.video_length,
+        vectorization=args.vectorization,
+        verbose=args.verbose,
+        argv=("rlrun", *arguments),
+    )
+    if args.command == "train":
+        request = api.TrainRequest(
+            **common,
+            max_iterations=args.max_iterations,
+            checkpoint=args.checkpoint,
+            resume=args.resume,
+            run_name=args.run_name,
+            deterministic=args.deterministic,
+        )
+        result: Any = api.train_in(call, request, display)
+    else:
+        request = api.PlayRequest(
+            **common,
+            checkpoint=args.checkpoint,
+            num_episodes=args.num_episodes,
+            max_steps=args.max_steps,
+            deterministic=not args.stochastic,
+        )
+        result = api.play_in(call, request, display)
+    print(_as_json(result) if args.json else _summary(result))
+    return 0
+
+
+def _summary(result: Any) -> str:
+    from rlrun.api import TrainResult
+
+    def number(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    if isinstance(result, TrainResult):
+        returns = (
+            f"mean return {number(result.mean_return)} over the last {min(result.episodes, 100)} episodes"
+            if result.episodes
+            else "no episode finished yet"
+        )
+        return (
+            f"trained {result.library} on {result.task}: {result.iterations} iterations, "
+            f"{result.env_steps:,} env steps in {result.wall_time_s:.1f} s ({result.steps_per_s:,.0f} steps/s), "
+            f"{returns}\nrun: {_relative(result.run_dir)}\ncheckpoint: {_relative(result.checkpoint)}"
+        )
+    return (
+        f"played {len(result.returns)} episodes of {result.task} with {result.library}: "
+        f"mean return {number(result.mean_return)} ± {number(result.std_return)}, "
+        f"mean length {number(result.mean_length)}\ncheckpoint: {_relative(result.checkpoint)}"
+    )
+
+
+def _relative(path: Path | None) -> str:
+    if path is None:
+        return "-"
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _as_json(result: Any) -> str:
+    import dataclasses
+
+    return json.dumps(
+        {key: str(value) if isinstance(value, Path) else value for key, value in dataclasses.asdict(result).items()},
+        indent=2,
+    )
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from rlrun.libraries import LIBRARIES
+
+    console = Console()
+    if args.what in ("libraries", "all"):
+        table = Table(title="libraries", title_justify="left")
+        for column in ("library", "installed", "actions", "install with", "what"):
+            table.add_column(column)
+        for library in LIBRARIES.values():
+            version = library.version
+            table.add_row(
+                library.name,
+                f"yes ({version})" if library.installed else "no",
+                ", ".join(library.action_spaces),
+                "" if library.installed else library.install_hint,
+                library.summary,
+            )
+        console.print(table)
+    if args.what in ("tasks", "all"):
+        import gymnasium
+
+        from rlrun.envs import NATIVE_TASKS
+
+        table = Table(title="tasks (rlrun's batched torch tasks; any Gymnasium id works too)", title_justify="left")
+        for column in ("task", "default library", "time limit"):
+            table.add_column(column)
+        for task in NATIVE_TASKS.values():
+            table.add_row(task.id, task.default_library, str(task.max_episode_steps))
+        if args.gymnasium:
+            for task_id, spec in sorted(gymnasium.registry.items()):
+                if task_id not in NATIVE_TASKS:
+                    table.add_row(task_id, "(by action space)", str(spec.max_episode_steps or "-"))
+        console.print(table)
+        if not args.gymnasium:
+            console.print(
+                f"and {len(gymnasium.registry) - len(NATIVE_TASKS)} Gymnasium ids (rlrun list tasks --gymnasium)"
+            )
+    return 0

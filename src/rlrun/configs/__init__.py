@@ -1,0 +1,129 @@
+"""Per-library, per-task agent configurations (YAML) and `agent.*=` / `env.*=` override merging.
+
+Agent configurations live in `configs/<library>/<namespace>/<Task-vN>.yaml` for tuned tasks and
+`configs/<library>/default.yaml` for any other task. Besides the library's own keys, each holds
+rlrun's run defaults at the top level (`num_envs`, `max_iterations`, `seed`), which the library
+adapter removes before the library sees the configuration. Overrides are OmegaConf dotlists in
+struct mode: a key the configuration lacks is an error that names the nearest valid key.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from typing import Any
+
+from rlrun.errors import InvalidArgument, UnknownConfigKey
+
+OVERRIDE_SCOPES = ("agent", "env")
+RUN_KEYS = ("num_envs", "max_iterations", "seed")
+"""Top-level keys of an agent configuration that belong to rlrun, not to the library."""
+
+
+def config_name(library: str, task: str) -> str:
+    """The packaged file holding the tuned configuration of `library` for `task`."""
+    return f"{library}/{task}.yaml"
+
+
+def has_tuned_config(library: str, task: str) -> bool:
+    """True when rlrun ships a configuration tuned for this library and task."""
+    return resources.files(__name__).joinpath(config_name(library, task)).is_file()
+
+
+def load_agent_config(library: str, task: str, variant: str = "default") -> dict[str, Any]:
+    """Return the tuned configuration for the task, or the library's `<variant>.yaml` generic one."""
+    import yaml
+
+    root = resources.files(__name__)
+    path = root.joinpath(config_name(library, task))
+    if not path.is_file():
+        path = root.joinpath(f"{library}/{variant}.yaml")
+    with path.open("r", encoding="utf-8") as stream:
+        return yaml.safe_load(stream)
+
+
+def split_overrides(overrides: Iterable[str]) -> dict[str, list[str]]:
+    """Sort `scope.key=value` words by scope; anything else is rejected with the expected form."""
+    scoped: dict[str, list[str]] = {scope: [] for scope in OVERRIDE_SCOPES}
+    for word in overrides:
+        scope, _, rest = word.partition(".")
+        if scope not in scoped or "=" not in rest or not rest.split("=", 1)[0]:
+            raise InvalidArgument(
+                f"override {word!r} is not of the form agent.<key>=<value> or env.<key>=<value> "
+                "(for example agent.algorithm.learning_rate=3e-4 or env.max_episode_steps=200)."
+            )
+        scoped[scope].append(rest)
+    return scoped
+
+
+def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str) -> dict[str, Any]:
+    """Return `config` with OmegaConf dotlist overrides applied; unknown keys raise `UnknownConfigKey`."""
+    if not dotlist:
+        return _plain(config)
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+
+    base = OmegaConf.create(dict(config))
+    OmegaConf.set_struct(base, True)
+    for item in dotlist:
+        key = item.split("=", 1)[0]
+        try:
+            base = OmegaConf.merge(base, OmegaConf.from_dotlist([item]))
+        except ConfigKeyError:
+            valid = _dotted_keys(config)
+            close = (
+                difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+                or [candidate for candidate in valid if candidate.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1]][:1]
+            )
+            hint = f" Did you mean '{scope}.{close[0]}'?" if close else ""
+            raise UnknownConfigKey(f"unknown {scope} configuration key '{scope}.{key}'.{hint}") from None
+        except OmegaConfBaseException as error:
+            message = str(error).splitlines()[0]
+            raise InvalidArgument(f"cannot apply override '{scope}.{item}': {message}") from None
+        _check_type(config, OmegaConf.select(base, key), key, scope)
+    return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]
+
+
+def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> None:
+    """Refuse an override whose value cannot stand where a number or a boolean stood."""
+    old: Any = config
+    for part in key.split("."):
+        if not isinstance(old, Mapping) or part not in old:
+            return
+        old = old[part]
+    if isinstance(old, bool):
+        ok, expected = isinstance(new, bool), "true or false"
+    elif isinstance(old, int):
+        ok, expected = isinstance(new, int) and not isinstance(new, bool), "an integer"
+    elif isinstance(old, float):
+        ok, expected = isinstance(new, (int, float)) and not isinstance(new, bool), "a number"
+    else:
+        return
+    if not ok:
+        raise InvalidArgument(f"override '{scope}.{key}={new}' expects {expected} (the default is {old!r}).")
+
+
+def to_yaml(config: Mapping[str, Any]) -> str:
+    """Render a configuration as YAML, keys in their original order."""
+    import yaml
+
+    return yaml.safe_dump(_plain(config), sort_keys=False)
+
+
+def _dotted_keys(config: Mapping[str, Any], prefix: str = "") -> list[str]:
+    keys = []
+    for key, value in config.items():
+        dotted = f"{prefix}{key}"
+        keys.append(dotted)
+        if isinstance(value, Mapping):
+            keys += _dotted_keys(value, f"{dotted}.")
+    return keys
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value

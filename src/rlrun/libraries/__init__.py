@@ -1,0 +1,98 @@
+"""The RL libraries rlrun drives: a plain table of names, adapter modules, pip extras and import names.
+
+Every adapter module has the same small surface (see `rlrun.libraries.base`) and imports its
+library lazily, inside its functions, so that a missing library only breaks its own row.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from types import ModuleType
+
+from rlrun.errors import MissingDependency, UnknownLibrary, did_you_mean
+
+
+@dataclass(frozen=True)
+class Library:
+    """One row of the table."""
+
+    name: str
+    """The name users pass to `--library`."""
+    adapter: str
+    """The rlrun module that implements the adapter surface for this library."""
+    import_name: str
+    """The library's top-level package (its presence means it is installed)."""
+    distribution: str
+    """The PyPI distribution, for version reporting."""
+    extra: str
+    """The rlrun pip extra that installs it."""
+    action_spaces: tuple[str, ...]
+    """Gymnasium space classes it can act in (`Box`, `Discrete`)."""
+    summary: str
+
+    @property
+    def installed(self) -> bool:
+        """True when the library can be imported (checked without importing it)."""
+        return importlib.util.find_spec(self.import_name) is not None
+
+    @property
+    def version(self) -> str | None:
+        """The installed distribution's version, or None."""
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    @property
+    def install_hint(self) -> str:
+        return f"pip install 'rlrun[{self.extra}]'"
+
+
+LIBRARIES: dict[str, Library] = {
+    library.name: library
+    for library in (
+        Library(
+            name="rsl_rl",
+            adapter="rlrun.libraries.rsl_rl",
+            import_name="rsl_rl",
+            distribution="rsl-rl-lib",
+            extra="rsl_rl",
+            action_spaces=("Box",),
+            summary="RSL-RL on-policy runner (PPO), continuous actions only",
+        ),
+    )
+}
+"""Library name -> row. Adding a library is adding a row and an adapter module."""
+
+ALIASES = {"rsl-rl": "rsl_rl", "rslrl": "rsl_rl"}
+
+
+def get_library(name: str) -> Library:
+    """Return the row for `name`, or raise `UnknownLibrary` with the nearest name and the list."""
+    name = ALIASES.get(name, name)
+    if name in LIBRARIES:
+        return LIBRARIES[name]
+    close = did_you_mean(name, LIBRARIES, listing=0)
+    raise UnknownLibrary(f"unknown library {name!r}.{close} Known libraries: {', '.join(LIBRARIES)} (rlrun list).")
+
+
+def check_installed(library: Library) -> None:
+    """Raise `MissingDependency` naming the pip extra when the library is not installed."""
+    if not library.installed:
+        raise MissingDependency(
+            f"library {library.name!r} is not installed (no module {library.import_name!r}); "
+            f"install it with: {library.install_hint}"
+        )
+
+
+def load_adapter(library: Library) -> ModuleType:
+    """Import the adapter module (which does not import the library itself)."""
+    return importlib.import_module(library.adapter)
+
+
+def libraries_for(space: str) -> list[str]:
+    """Names of the libraries that can act in a Gymnasium space class called `space`."""
+    return [library.name for library in LIBRARIES.values() if space in library.action_spaces]

@@ -1,0 +1,74 @@
+"""The small surface every library adapter module implements, and what rlrun hands to it.
+
+An adapter module (`rlrun.libraries.<name>`) defines:
+
+    IMPORTS: tuple[str, ...]
+        Modules to import before the hermetic scope captures (the library and what it imports lazily).
+    def run_config(config: dict) -> dict
+        The library's own part of an agent configuration (rlrun's run keys removed).
+    def env_steps_per_iteration(config: dict, num_envs: int) -> int
+        How many environment steps one `--max_iterations` unit is, for progress and results.
+    def check_checkpoint(path: Path) -> None
+        Read the file without building anything; raise `CorruptCheckpoint` if it cannot be loaded.
+    def train(job: TrainJob) -> TrainOutcome
+        Train on `job.env` with the library's own runner; write checkpoints through `job.save_checkpoint`.
+    def load_policy(job: PlayJob) -> Policy
+        Rebuild the agent from a checkpoint and return its policy.
+
+Adapters never import rlrun's API or CLI, never create directories outside `job.run_dir`, and close
+every writer or runner they create in `finally`; the environment is rlrun's to close.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Policy(Protocol):
+    """Maps a batch of observations to a batch of actions, torch tensors on the run's device."""
+
+    def __call__(self, observations: Any) -> Any: ...
+
+
+@dataclass
+class TrainJob:
+    """Everything an adapter needs to train: validated, resolved, with the run directory made."""
+
+    env: Any
+    """rlrun's torch vector env (Gymnasium `VectorEnv`, SAME_STEP autoreset), already seeded."""
+    stats: Any
+    """The `EpisodeStatistics` wrapper around `env` (env steps, finished episode returns)."""
+    config: dict[str, Any]
+    """The library's configuration, a private deep copy the adapter may consume."""
+    max_iterations: int
+    seed: int
+    device: str
+    run_dir: Path
+    save_checkpoint: Callable[[str, Callable[[str], None], int], Path]
+    """`save_checkpoint(file_name, write(path), iteration)`: writes atomically and records it in run.json."""
+    resume_from: Path | None = None
+    """A checkpoint to continue from (`--resume`)."""
+    deterministic: bool = False
+    """The user asked for deterministic torch algorithms; the adapter's flag policy must agree."""
+
+
+@dataclass(frozen=True)
+class TrainOutcome:
+    """What an adapter reports back after training."""
+
+    iterations: int
+    checkpoint: Path | None
+
+
+@dataclass
+class PlayJob:
+    """Everything an adapter needs to rebuild a trained policy."""
+
+    env: Any
+    config: dict[str, Any]
+    checkpoint: Path
+    device: str
+    deterministic: bool

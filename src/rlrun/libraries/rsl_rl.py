@@ -1,0 +1,150 @@
+"""RSL-RL (`rsl-rl-lib` 5.x): its `OnPolicyRunner` on rlrun's torch vector envs.
+
+RSL-RL changes no process setting; it consumes the torch RNG, never closes its TensorBoard
+writer (closed here in `finally`), prints a table per iteration (redirected by the caller) and
+consumes its configuration dict (deep-copied per call). It has no categorical distribution, so
+it trains continuous (Box) tasks only. Checkpoints are `model_<iteration>.pt`, written atomically;
+RSL-RL's own loader uses `torch.load(weights_only=False)`, so rlrun first reads every checkpoint
+with `weights_only=True` and refuses files that do not pass.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from rlrun.configs import RUN_KEYS
+from rlrun.errors import CorruptCheckpoint
+from rlrun.hermetic import torch_backend_flags
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+
+IMPORTS = ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")
+CHECKPOINT_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
+
+
+def run_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The `OnPolicyRunner` configuration: a deep copy without rlrun's run keys."""
+    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
+
+
+def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
+    return int(config["num_steps_per_env"]) * num_envs
+
+
+def check_checkpoint(path: Path) -> None:
+    """Load the file with `weights_only=True` and check it holds an RSL-RL runner state."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as error:
+        size = path.stat().st_size if path.exists() else 0
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CorruptCheckpoint(
+            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as an RSL-RL checkpoint: {reason}"
+        ) from error
+    missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise CorruptCheckpoint(
+            f"checkpoint {str(path)!r} is not an RSL-RL runner checkpoint (missing {', '.join(missing)})."
+        )
+
+
+class RslRlVecEnv:
+    """RSL-RL's duck-typed `VecEnv` over rlrun's torch vector env (SAME_STEP autoreset).
+
+    Observations go out as a TensorDict with one group, `policy`; actions are clipped to the Box;
+    `extras["time_outs"]` marks truncations that were not terminations, so PPO bootstraps them.
+    """
+
+    def __init__(self, env: Any, config: dict[str, Any], seed: int | None) -> None:
+        import torch
+
+        space = env.single_action_space
+        self.env = env
+        self.cfg = config
+        self.num_envs = env.num_envs
+        self.num_actions = int(torch.tensor(space.shape).prod().item())
+        self.device = env.device
+        self.max_episode_length = int(getattr(env, "max_episode_steps", 0) or 0)
+        self.episode_length_buf = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        self._low = torch.as_tensor(space.low, dtype=torch.float32, device=self.device)
+        self._high = torch.as_tensor(space.high, dtype=torch.float32, device=self.device)
+        observations, _ = env.reset(seed=seed)
+        self._observations = self._group(observations)
+
+    def _group(self, observations: Any) -> Any:
+        from tensordict import TensorDict
+
+        return TensorDict({"policy": observations}, batch_size=[self.num_envs], device=self.device)
+
+    def get_observations(self) -> Any:
+        return self._observations
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+        import torch
+
+        actions = torch.clamp(actions.reshape(self.num_envs, -1), self._low, self._high)
+        observations, rewards, terminated, truncated, _ = self.env.step(actions)
+        self._observations = self._group(observations)
+        dones = terminated | truncated
+        self.episode_length_buf = torch.where(dones, 0, self.episode_length_buf + 1)
+        return self._observations, rewards, dones.to(torch.long), {"time_outs": truncated & ~terminated}
+
+
+def _runner(env: Any, config: dict[str, Any], log_dir: Path | None, device: str, seed: int | None) -> Any:
+    from rsl_rl.runners import OnPolicyRunner
+
+    return OnPolicyRunner(
+        RslRlVecEnv(env, config, seed), config, log_dir=str(log_dir) if log_dir else None, device=device
+    )
+
+
+def train(job: TrainJob) -> TrainOutcome:
+    """Run `OnPolicyRunner.learn` for `job.max_iterations` iterations, checkpointing atomically."""
+    # Isaac Lab's policy for RSL-RL: TF32 on, cuDNN autotuning off; deterministic only on request.
+    torch_backend_flags(
+        matmul_allow_tf32=not job.deterministic,
+        cudnn_allow_tf32=not job.deterministic,
+        deterministic=job.deterministic,
+        benchmark=False,
+    )
+    runner = _runner(job.env, job.config, job.run_dir, job.device, job.seed)
+    saved: list[Path] = []
+    write = runner.save
+
+    def save(path: str, infos: dict[str, Any] | None = None) -> None:
+        iteration = int(Path(path).stem.rsplit("_", 1)[-1])
+        saved.append(job.save_checkpoint(Path(path).name, lambda temporary: write(temporary, infos), iteration))
+
+    runner.save = save  # RSL-RL writes model_<it>.pt with a bare torch.save; go through rlrun's atomic writer
+    try:
+        if job.resume_from is not None:
+            runner.load(str(job.resume_from), map_location=job.device)
+        runner.learn(num_learning_iterations=job.max_iterations)
+    finally:
+        writer = getattr(runner.logger, "writer", None)
+        if writer is not None:
+            writer.close()  # RSL-RL stops only its W&B/Neptune writers; TensorBoard's thread would stay
+    return TrainOutcome(iterations=runner.current_learning_iteration + 1, checkpoint=saved[-1] if saved else None)
+
+
+def load_policy(job: PlayJob) -> Policy:
+    """Rebuild the runner without a log directory, load the checkpoint and return its actor."""
+    import torch
+
+    runner = _runner(job.env, job.config, None, job.device, None)
+    runner.load(str(job.checkpoint), map_location=job.device)
+    actor = runner.get_inference_policy(job.device)
+    rsl_env = runner.env
+    stochastic = not job.deterministic
+
+    def policy(observations: Any) -> Any:
+        actions = actor(rsl_env._group(observations), stochastic_output=stochastic)
+        return torch.clamp(actions, rsl_env._low, rsl_env._high)
+
+    return policy

@@ -1,0 +1,139 @@
+"""Progress reporting: the hook a call drives from its environment steps, and the CLI's displays.
+
+A call reports progress from rlrun's own episode statistics, whatever the library, so every
+library shows the same line: iteration, env steps/s, mean return, time left. The displays write
+to stderr and never start a thread (rich's live display is refreshed by hand, at most 10 times a
+second), so the hermetic guarantee holds for them too.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Protocol, TextIO
+
+
+class Progress(Protocol):
+    """What a call tells a progress display."""
+
+    def start(self, label: str, total_env_steps: int | None, env_steps_per_iteration: int | None) -> None: ...
+
+    def update(self, env_steps: int, mean_return: float | None) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class _Meter:
+    """Rates, iteration and time left from env-step counts, throttled to `interval` seconds."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.label = ""
+        self.total: int | None = None
+        self.per_iteration: int | None = None
+        self.started = self.last = 0.0
+
+    def begin(self, label: str, total: int | None, per_iteration: int | None) -> None:
+        self.label, self.total, self.per_iteration = label, total, per_iteration
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def due(self, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+    def fields(self, env_steps: int, mean_return: float | None) -> dict[str, str]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = env_steps / elapsed
+        iteration = f"{env_steps // self.per_iteration}" if self.per_iteration else "-"
+        if self.per_iteration and self.total:
+            iteration += f"/{self.total // self.per_iteration}"
+        left = (self.total - env_steps) / rate if self.total and rate > 0 else None
+        return {
+            "iteration": iteration,
+            "rate": f"{rate:,.0f} steps/s",
+            "return": "-" if mean_return is None else f"{mean_return:.1f}",
+            "left": "-" if left is None else _duration(max(left, 0.0)),
+            "done": f"{min(env_steps / self.total, 1.0):.0%}" if self.total else "",
+        }
+
+
+def _duration(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+class RichProgress:
+    """One compact live line on a terminal (rich), refreshed by hand: no refresh thread."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.1) -> None:
+        self.stream = stream or sys.stderr
+        self.meter = _Meter(interval)
+        self._live: Any = None
+        self._task: Any = None
+
+    def start(self, label: str, total_env_steps: int | None, env_steps_per_iteration: int | None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn
+
+        self.meter.begin(label, total_env_steps, env_steps_per_iteration)
+        self._live = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(bar_width=24),
+            TextColumn("it {task.fields[iteration]}  {task.fields[rate]}  return {task.fields[return]}"),
+            TextColumn("left {task.fields[left]}"),
+            console=Console(file=self.stream),
+            auto_refresh=False,
+            transient=False,
+        )
+        self._live.start()
+        self._task = self._live.add_task(label, total=total_env_steps, **self.meter.fields(0, None))
+
+    def update(self, env_steps: int, mean_return: float | None, force: bool = False) -> None:
+        if self._live is None or not self.meter.due(force):
+            return
+        self._live.update(self._task, completed=env_steps, **self.meter.fields(env_steps, mean_return))
+        self._live.refresh()
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+class LineProgress:
+    """Plain lines for logs and pipes: one every `interval` seconds."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.meter = _Meter(interval)
+        self._steps = 0
+        self._return: float | None = None
+
+    def start(self, label: str, total_env_steps: int | None, env_steps_per_iteration: int | None) -> None:
+        self.meter.begin(label, total_env_steps, env_steps_per_iteration)
+        self.meter.last = time.monotonic()
+
+    def update(self, env_steps: int, mean_return: float | None, force: bool = False) -> None:
+        self._steps, self._return = env_steps, mean_return
+        if self.meter.due(force):
+            fields = self.meter.fields(env_steps, mean_return)
+            print(
+                f"{self.meter.label}: {fields['done']} it {fields['iteration']}  {fields['rate']}  "
+                f"return {fields['return']}  left {fields['left']}",
+                file=self.stream,
+                flush=True,
+            )
+
+    def stop(self) -> None:
+        return
+
+
+def for_stream(stream: TextIO | None = None) -> Progress:
+    """The live display on a terminal, plain periodic lines otherwise."""
+    stream = stream or sys.stderr
+    return RichProgress(stream) if stream.isatty() else LineProgress(stream)
