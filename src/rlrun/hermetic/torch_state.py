@@ -1,8 +1,9 @@
 """Torch's process-global settings: their guards, and the explicit policy a call states inside its scope.
 
 Restore rules measured on torch 2.13 (reference/libraries.md C.5):
-- TF32: put `set_float32_matmul_precision(saved)` back first, then every backend's `fp32_precision`;
-  the legacy `allow_tf32` getters are derived from those and raise in a mixed legacy/new state.
+- TF32: put `set_float32_matmul_precision(saved)` back first, then cuDNN's legacy `allow_tf32`, then
+  every backend's `fp32_precision` that still differs; the legacy getters raise in a state that mixes
+  legacy and new writes, even where the values agree.
 - Setters are called only where the value differs: `use_deterministic_algorithms` imports
   `torch._dynamo` (2 s, env vars, atexit hooks) on its first call.
 - CUDA's RNG is read only when CUDA is already initialised; nothing here initialises it.
@@ -61,22 +62,37 @@ def _matmul_precision() -> str | None:
         return None
 
 
-def _capture_tf32() -> tuple[str | None, dict[str, str]]:
+def _legacy_tf32() -> tuple[bool | None, bool | None]:
+    """The legacy cuBLAS and cuDNN `allow_tf32` booleans, None where torch refuses to answer."""
+    values = []
+    for getter in ("_get_cublas_allow_tf32", "_get_cudnn_allow_tf32"):
+        try:
+            values.append(getattr(_torch()._C, getter)())
+        except (AttributeError, RuntimeError):
+            values.append(None)
+    return values[0], values[1]
+
+
+def _capture_tf32() -> tuple[str | None, tuple[bool | None, bool | None], dict[str, str]]:
     precisions = {}
     for path in _FP32_PRECISION_PATHS:
         try:
             precisions[path] = _resolve(path).fp32_precision
         except AttributeError:  # torch before the fp32_precision API
             continue
-    return _matmul_precision(), precisions
+    return _matmul_precision(), _legacy_tf32(), precisions
 
 
-def _restore_tf32(saved: tuple[str | None, dict[str, str]]) -> None:
+def _restore_tf32(saved: tuple[str | None, tuple[bool | None, bool | None], dict[str, str]]) -> None:
     if _capture_tf32() == saved:
         return
-    matmul_precision, precisions = saved
+    matmul_precision, (_, cudnn_allow_tf32), precisions = saved
     if matmul_precision is not None:
         _torch().set_float32_matmul_precision(matmul_precision)
+    if cudnn_allow_tf32 is not None:
+        # The legacy setter writes cuDNN conv and RNN together; writing them through the new API instead
+        # leaves a state in which the legacy getter raises, even with the same values.
+        _torch().backends.cudnn.allow_tf32 = cudnn_allow_tf32
     for path, precision in precisions.items():
         backend = _resolve(path)
         if backend.fp32_precision != precision:
@@ -86,8 +102,8 @@ def _restore_tf32(saved: tuple[str | None, dict[str, str]]) -> None:
 register(
     Guard(
         "torch TF32 and float32 matmul precision",
-        "`torch.get_float32_matmul_precision()` and every backend's `fp32_precision` (which the legacy "
-        "`cuda.matmul.allow_tf32` and `cudnn.allow_tf32` read); restored precision first, then each backend.",
+        "`torch.get_float32_matmul_precision()`, the legacy `allow_tf32` flags and every backend's "
+        "`fp32_precision`; restored precision first, then cuDNN's legacy flag, then each backend.",
         _capture_tf32,
         _restore_tf32,
         category="torch",
