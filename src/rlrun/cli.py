@@ -148,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             except SystemExit as exit:  # --help
                 return exit.code if isinstance(exit.code, int) else 0
             if args.command == "list":
+                call.import_modules(("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table"))
                 return _list(args)
             return _run(call, args, arguments)
     except UserError as error:
@@ -254,6 +255,7 @@ def _as_json(result: Any) -> str:
 
 def _list(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from rlrun.libraries import LIBRARIES
@@ -261,15 +263,16 @@ def _list(args: argparse.Namespace) -> int:
     console = Console()
     if args.what in ("libraries", "all"):
         table = Table(title="libraries", title_justify="left")
-        for column in ("library", "installed", "actions", "install with", "what"):
-            table.add_column(column)
+        for column in ("library", "installed", "actions", "install with"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("what")
         for library in LIBRARIES.values():
             version = library.version
             table.add_row(
                 library.name,
                 f"yes ({version})" if library.installed else "no",
                 ", ".join(library.action_spaces),
-                "" if library.installed else library.install_hint,
+                "" if library.installed else escape(library.install_hint),
                 library.summary,
             )
         console.print(table)

@@ -44,7 +44,7 @@ def global_rng_states() -> tuple:
 
 
 def test_native_tasks_are_registered_with_gymnasium():
-    assert list(NATIVE_TASKS) == list(NATIVE)
+    assert list(NATIVE_TASKS)[: len(NATIVE)] == list(NATIVE)  # the suite registers a test task after them
     for task_id, (cls, _, library) in NATIVE.items():
         task = NATIVE_TASKS[task_id]
         spec = gymnasium.spec(task_id)

@@ -1,0 +1,29 @@
+"""Suite-wide set-up: the leak detector is on for every rlrun call, and the meddling test task exists.
+
+With `RLRUN_CHECK_LEAKS=1`, any difference the detector finds after a call raises `LeakDetected`
+(or is attached to the call's own exception, which the tests check), so every test fails on a leak.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ["RLRUN_CHECK_LEAKS"] = "1"
+
+import support
+
+support.register()
+
+
+@pytest.fixture
+def log_root(tmp_path):
+    """A fresh directory for run directories."""
+    root = tmp_path / "logs"
+    return root
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the slow tests (learning, subprocesses) last, so quick failures show first."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)

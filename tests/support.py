@@ -1,0 +1,120 @@
+"""Test helpers: a task that changes every guarded global like a careless library, then fails on request.
+
+`rlrun_test/Meddling-v0` is rlrun's Pendulum with three extra constructor arguments (so they can be set
+with `env.meddle_at=...` overrides like any task keyword):
+- `meddle_at`: at this step, change every global the hermetic scope guards (argv in place *and* rebound,
+  environment, cwd, sys.path, warnings, logging, SIGINT, atexit, RNGs, torch flags, ...);
+- `fail_at`: at this step, also change the globals that would break a training still running
+  (default dtype, grad mode, anomaly mode), then raise `failure`;
+- `failure`: `RuntimeError`, `KeyboardInterrupt` or `SystemExit`.
+Everything it does happens after the library has built its runner and started training.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import random
+import signal
+import sys
+import warnings
+
+import gymnasium
+import numpy as np
+import torch
+
+from rlrun.envs import register_task
+from rlrun.envs.pendulum import PendulumVectorEnv
+
+MEDDLING_TASK = "rlrun_test/Meddling-v0"
+FAILURE_MESSAGE = "the environment exploded on purpose"
+
+
+class EnvironmentExploded(RuntimeError):
+    """The exception the meddling env raises; tests check it reaches the caller unchanged."""
+
+
+def meddle() -> None:
+    """Change every global the scope restores, each in the way a library could."""
+    sys.argv.append("--meddled")  # in place, like skrl's Isaac Lab loader
+    sys.argv = ["meddler", "--rebound"]  # rebound, like Hydra's set_hydra_args
+    os.environ["RLRUN_TEST_ADDED"] = "added"
+    os.environ["RLRUN_TEST_SENTINEL"] = "changed"
+    os.environ.pop("RLRUN_TEST_DELETED", None)
+    os.environ["PYTHONHASHSEED"] = "42"
+    os.chdir("/")
+    sys.path.insert(0, "/meddled")
+    warnings.simplefilter("ignore")
+    warnings.filters = list(warnings.filters)
+    logging.getLogger().setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(logging.NullHandler())
+    logging.getLogger("rlrun_test.meddler").addHandler(logging.NullHandler())
+    logging.getLogger("rlrun_test.meddler").setLevel(logging.DEBUG)
+    signal.signal(signal.SIGINT, lambda number, frame: None)
+    signal.signal(signal.SIGTERM, lambda number, frame: None)
+    atexit.register(lambda: None)
+    multiprocessing.set_start_method("spawn", force=True)
+    random.seed(123)
+    np.random.seed(123)
+    np.seterr(all="ignore")
+    np.set_printoptions(precision=2)
+    torch.manual_seed(123)
+    torch.set_float32_matmul_precision("medium")
+    torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+    torch.backends.cudnn.deterministic = not torch.backends.cudnn.deterministic
+    torch.set_num_threads(1 if torch.get_num_threads() != 1 else 2)
+    torch.set_printoptions(precision=2, sci_mode=True)
+    sys.setrecursionlimit(sys.getrecursionlimit() + 7)
+    gymnasium.register("rlrun_test/RegisteredByMeddler-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv")
+
+
+def meddle_fatally() -> None:
+    """Change the globals that would break a training still running."""
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.set_anomaly_enabled(True)
+
+
+FAILURES = {"RuntimeError": EnvironmentExploded, "KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit}
+
+
+class MeddlingVectorEnv(PendulumVectorEnv):
+    """Pendulum that meddles with the process at step `meddle_at` and fails at step `fail_at`."""
+
+    def __init__(
+        self,
+        num_envs: int,
+        max_episode_steps: int = 200,
+        device: str | torch.device = "cpu",
+        g: float = 10.0,
+        render_mode: str | None = None,
+        meddle_at: int = 0,
+        fail_at: int = 0,
+        failure: str = "RuntimeError",
+    ):
+        super().__init__(num_envs, max_episode_steps=max_episode_steps, device=device, g=g, render_mode=render_mode)
+        self.meddle_at, self.fail_at, self.failure = meddle_at, fail_at, failure
+        self.step_count = 0
+
+    def step(self, actions):
+        self.step_count += 1
+        if self.step_count == self.meddle_at:
+            meddle()
+        if self.step_count == self.fail_at:
+            meddle()
+            meddle_fatally()
+            if self.failure == "SystemExit":
+                raise SystemExit(3)
+            raise FAILURES[self.failure](FAILURE_MESSAGE)
+        return super().step(actions)
+
+
+def register() -> None:
+    """Register the meddling task (idempotent)."""
+    register_task(MEDDLING_TASK, "support:MeddlingVectorEnv", max_episode_steps=200, default_library="rsl_rl")
+
+
+SMALL_RSL_RL = ("agent.num_steps_per_env=8", "agent.actor.hidden_dims=[16,16]", "agent.critic.hidden_dims=[16,16]")
+"""Overrides that make an RSL-RL run of a few iterations take well under a second."""

@@ -1,0 +1,222 @@
+"""The hermetic contract of `rlrun.train` and `rlrun.play`, the hard way.
+
+The caller first puts a non-default value on every guarded global. The call then runs RSL-RL on a
+task that, once the runner is built and training has started, changes every guarded global itself
+and then succeeds, raises, is interrupted or exits. Afterwards every global is back (the same object
+where it is an object), the leak detector (on for the whole suite) reports nothing, and the
+exception or exit code reaches the caller unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import signal
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import rlrun
+from rlrun.errors import InvalidArgument
+from rlrun.hermetic import census
+from support import FAILURE_MESSAGE, MEDDLING_TASK, SMALL_RSL_RL, EnvironmentExploded
+
+OUTCOMES = {
+    "success": ((), None),
+    "exception": (("env.fail_at=12",), EnvironmentExploded),
+    "interrupt": (("env.fail_at=12",), KeyboardInterrupt),
+    "system_exit": (("env.fail_at=12",), SystemExit),
+}
+FAILURE_NAMES = {EnvironmentExploded: "RuntimeError", KeyboardInterrupt: "KeyboardInterrupt", SystemExit: "SystemExit"}
+
+
+def caller_handler(number, frame):
+    """The caller's own SIGINT handler."""
+
+
+@pytest.fixture
+def caller_globals(monkeypatch, tmp_path):
+    """Put a non-default value on every guarded global, as a caller might have; undo it after the test."""
+    monkeypatch.setattr(sys, "argv", ["caller", "--caller-flag"])
+    monkeypatch.setenv("RLRUN_TEST_SENTINEL", "caller")
+    monkeypatch.setenv("RLRUN_TEST_DELETED", "caller")
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(warnings, "filters", list(warnings.filters))
+    warnings.filterwarnings("ignore", message="a caller's own filter")
+    previous_handler = signal.signal(signal.SIGINT, caller_handler)
+    rng_states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    random.seed(7)
+    np.random.seed(7)
+    torch.manual_seed(7)
+    torch_state = (
+        torch.get_float32_matmul_precision(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+        torch.get_num_threads(),
+    )
+    torch.set_float32_matmul_precision("medium")
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.deterministic = True
+    torch.set_num_threads(1)
+    torch.set_printoptions(precision=6)
+    logging.getLogger("rlrun_test.caller").setLevel(logging.WARNING)
+    yield
+    torch.set_printoptions(profile="default")
+    torch.set_float32_matmul_precision(torch_state[0])
+    for backend in (torch.backends.cuda.matmul, torch.backends.mkldnn.matmul):
+        backend.fp32_precision = "none"
+    torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = torch_state[1:3]
+    torch.set_num_threads(torch_state[3])
+    random.setstate(rng_states[0])
+    np.random.set_state(rng_states[1])
+    torch.set_rng_state(rng_states[2])
+    signal.signal(signal.SIGINT, previous_handler)
+
+
+@pytest.fixture(scope="module")
+def trained_root(tmp_path_factory):
+    """A log root holding one RSL-RL run of the meddling task, for `play`."""
+    root = tmp_path_factory.mktemp("trained") / "logs"
+    rlrun.train(
+        rlrun.TrainRequest(
+            task=MEDDLING_TASK,
+            library="rsl_rl",
+            num_envs=4,
+            max_iterations=2,
+            log_root=str(root),
+            overrides=SMALL_RSL_RL,
+        )
+    )
+    return root
+
+
+def call(kind, log_root, trained_root, overrides=()):
+    if kind == "train":
+        request = rlrun.TrainRequest(
+            task=MEDDLING_TASK,
+            library="rsl_rl",
+            num_envs=4,
+            max_iterations=3,
+            seed=0,
+            log_root=str(log_root),
+            overrides=(*SMALL_RSL_RL, "env.meddle_at=3", *overrides),
+        )
+        return rlrun.train(request)
+    request = rlrun.PlayRequest(
+        task=MEDDLING_TASK,
+        library="rsl_rl",
+        num_envs=2,
+        num_episodes=2,
+        log_root=str(trained_root),
+        overrides=("env.meddle_at=3", *overrides),
+    )
+    return rlrun.play(request)
+
+
+def assert_caller_globals_intact(before, argv, filters):
+    after = census.snapshot()
+    assert census.compare(before, after) == []
+    assert sys.argv is argv and sys.argv == ["caller", "--caller-flag"]
+    assert warnings.filters is filters
+    assert signal.getsignal(signal.SIGINT) is caller_handler
+    assert torch.get_float32_matmul_precision() == "medium"
+    assert torch.backends.cudnn.benchmark is True and torch.backends.cudnn.deterministic is True
+    assert torch.get_num_threads() == 1
+    assert torch.get_default_dtype() is torch.float32 and torch.is_grad_enabled()
+
+
+@pytest.mark.usefixtures("caller_globals")
+@pytest.mark.parametrize("kind", ["train", "play"])
+@pytest.mark.parametrize("outcome", list(OUTCOMES))
+def test_call_leaves_every_global_as_the_caller_set_it(kind, outcome, log_root, trained_root):
+    overrides, failure = OUTCOMES[outcome]
+    if failure is not None:
+        overrides = (*overrides, f"env.failure={FAILURE_NAMES[failure]}")
+    argv, filters = sys.argv, warnings.filters
+    expected_draws = _next_draws()
+    before = census.snapshot()
+
+    if failure is None:
+        result = call(kind, log_root, trained_root, overrides)
+        assert result.task == MEDDLING_TASK
+    else:
+        with pytest.raises(failure) as raised:
+            call(kind, log_root, trained_root, overrides)
+        error = raised.value
+        assert type(error) is failure
+        assert (error.code == 3) if failure is SystemExit else (str(error) == FAILURE_MESSAGE)
+        assert not [note for note in getattr(error, "__notes__", []) if "rlrun" in note]
+
+    assert_caller_globals_intact(before, argv, filters)
+    assert _next_draws() == expected_draws  # the caller's RNG streams continue as if nothing happened
+    if kind == "train":
+        (manifest_path,) = log_root.glob("rsl_rl/*/*/run.json")
+        status = {None: "completed", KeyboardInterrupt: "interrupted"}.get(failure, "failed")
+        assert json.loads(manifest_path.read_text())["status"] == status
+
+
+def _next_draws():
+    """The caller's next draws from each global generator, without consuming them."""
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    draws = random.random(), float(np.random.random()), float(torch.rand(1))
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    torch.set_rng_state(states[2])
+    return draws
+
+
+@pytest.mark.usefixtures("caller_globals")
+@pytest.mark.parametrize("kind", ["train", "play"])
+def test_main_returns_the_exit_code_of_a_library_exit_and_restores(kind, log_root, trained_root, capsys):
+    argv, filters = sys.argv, warnings.filters
+    before = census.snapshot()
+    root = log_root if kind == "train" else trained_root
+    extra = ["--max_iterations", "3", *SMALL_RSL_RL] if kind == "train" else ["--num_episodes", "2"]
+    words = [kind, "--task", MEDDLING_TASK, "--num_envs", "2", "--log_root", str(root), *extra]
+    assert rlrun.main([*words, "env.fail_at=12", "env.failure=SystemExit"]) == 3
+    assert rlrun.main([*words, "env.fail_at=12", "env.failure=KeyboardInterrupt"]) == 130
+    assert rlrun.main([*words, "env.fail_at=12"]) == 1
+    assert_caller_globals_intact(before, argv, filters)
+    assert "rlrun: interrupted" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("caller_globals")
+@pytest.mark.parametrize("kind", ["train", "play"])
+def test_help_and_rejected_arguments_change_nothing(kind, log_root, capsys):
+    argv, filters = sys.argv, warnings.filters
+    before = census.snapshot()
+    assert rlrun.main([kind, "--help"]) == 0
+    assert "--num_envs" in capsys.readouterr().out
+    assert rlrun.main([kind, "--task", MEDDLING_TASK, "--num_envs", "-4", "--log_root", str(log_root)]) == 2
+    request_type = rlrun.TrainRequest if kind == "train" else rlrun.PlayRequest
+    with pytest.raises(InvalidArgument, match="--num_envs -4"):
+        getattr(rlrun, kind)(request_type(task=MEDDLING_TASK, num_envs=-4, log_root=str(log_root)))
+    assert_caller_globals_intact(before, argv, filters)
+    assert not log_root.exists()
+
+
+def test_results_describe_the_run(log_root):
+    result = rlrun.train(
+        rlrun.TrainRequest(
+            task=MEDDLING_TASK, num_envs=4, max_iterations=2, seed=5, log_root=str(log_root), overrides=SMALL_RSL_RL
+        )
+    )
+    assert result.library == "rsl_rl"  # the task's default library
+    assert result.iterations == 2 and result.env_steps == 2 * 8 * 4 and result.seed == 5
+    assert result.checkpoint == result.run_dir / "model_1.pt" and result.checkpoint.is_file()
+    manifest = json.loads((result.run_dir / "run.json").read_text())
+    assert manifest["status"] == "completed" and manifest["seed"] == 5 and manifest["task"] == MEDDLING_TASK
+    assert manifest["versions"]["rsl-rl-lib"] and manifest["versions"]["rlrun"]
+    assert [entry["file"] for entry in manifest["checkpoints"]] == ["model_0.pt", "model_1.pt"]
+    assert (result.run_dir / "params" / "agent.yaml").is_file() and (result.run_dir / "params" / "env.yaml").is_file()
+    assert "Actor Model" in (result.run_dir / "console.log").read_text()  # RSL-RL's printout, not the terminal's
+
+    played = rlrun.play(rlrun.PlayRequest(task=MEDDLING_TASK, num_episodes=3, num_envs=2, log_root=str(log_root)))
+    assert played.checkpoint == result.checkpoint and played.run_dir == result.run_dir
+    assert len(played.returns) == len(played.lengths) == 3 and set(played.lengths) == {200}
+    assert played.mean_return == pytest.approx(np.mean(played.returns))

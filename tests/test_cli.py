@@ -1,0 +1,171 @@
+"""The command line: bad input gives exit code 2 and one actionable line, and leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+import torch
+
+import rlrun
+from rlrun.libraries import LIBRARIES, Library
+from support import MEDDLING_TASK, SMALL_RSL_RL
+
+PENDULUM = "rlrun/Pendulum-v1"
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A log root with one small RSL-RL run of the meddling task, and its checkpoint."""
+    root = tmp_path_factory.mktemp("cli") / "logs"
+    result = rlrun.train(
+        rlrun.TrainRequest(task=MEDDLING_TASK, num_envs=2, max_iterations=1, log_root=str(root), overrides=SMALL_RSL_RL)
+    )
+    return root, result.checkpoint
+
+
+def directories(root):
+    return sorted(path for path in root.rglob("*") if path.is_dir()) if root.exists() else []
+
+
+def assert_user_error(capsys, argv, *fragments, root=None):
+    before = directories(root) if root is not None else None
+    code = rlrun.main(argv)
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rlrun: error: "), captured.err
+    assert "Traceback" not in captured.err
+    for fragment in fragments:
+        assert fragment in lines[0]
+    if root is not None:
+        assert directories(root) == before, "a rejected call left a directory behind"
+    return lines[0]
+
+
+def test_unknown_task_suggests_the_nearest_id(capsys, log_root):
+    assert_user_error(capsys, ["train", "--task", "CartPol-v1", "--log_root", str(log_root)], "'CartPole-v1'")
+    assert not log_root.exists()
+
+
+def test_unknown_library_lists_the_libraries(capsys, log_root):
+    assert_user_error(
+        capsys, ["train", "--task", PENDULUM, "--library", "sb4", "--log_root", str(log_root)], "'sb4'", "rsl_rl"
+    )
+    assert not log_root.exists()
+
+
+def test_a_library_that_is_not_installed_names_the_pip_extra(capsys, log_root, monkeypatch):
+    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", ("Box",), "")
+    monkeypatch.setitem(LIBRARIES, "fakelib", fake)
+    assert_user_error(
+        capsys,
+        ["train", "--task", PENDULUM, "--library", "fakelib", "--log_root", str(log_root)],
+        "pip install 'rlrun[fakelib]'",
+    )
+    assert not log_root.exists()
+
+
+def test_a_discrete_task_for_rsl_rl_is_refused_before_any_directory_is_made(capsys, log_root):
+    assert_user_error(
+        capsys,
+        ["train", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl", "--log_root", str(log_root)],
+        "Discrete",
+        "Box only",
+    )
+    assert not log_root.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--num_envs", "-4"], "--num_envs -4"),
+        (["--num_envs", "0"], "--num_envs 0"),
+        (["--max_iterations", "0"], "--max_iterations 0"),
+        (["--seed", "-2"], "--seed -2"),
+        (["--num_env", "3"], "Did you mean '--num_envs'?"),
+        (["--num_envs", "many"], "invalid int value: 'many'"),
+        (["--device", "gpu"], "'gpu' is not a device"),
+        (["--vectorization", "threads"], "'threads'"),
+        (["agent.algorithm.learning_rat=1"], "Did you mean 'agent.algorithm.learning_rate'"),
+        (["env.max_episode_step=5"], "Did you mean 'env.max_episode_steps'"),
+        (["learning_rate=1"], "agent.<key>=<value>"),
+        (["--run_name", "../x"], "not a valid directory name"),
+        (["--checkpoint", "latest"], "--resume"),
+    ],
+)
+def test_bad_train_arguments(capsys, log_root, flags, fragment):
+    assert_user_error(capsys, ["train", "--task", PENDULUM, "--log_root", str(log_root), *flags], fragment)
+    assert not log_root.exists()
+
+
+def test_a_missing_task_flag_is_one_line_too(capsys):
+    assert_user_error(capsys, ["train"], "--task")
+
+
+def test_a_missing_checkpoint(capsys, trained):
+    root, _ = trained
+    assert_user_error(capsys, ["play", "--task", PENDULUM, "--log_root", str(root)], "no rsl_rl checkpoint", root=root)
+    assert_user_error(
+        capsys,
+        ["play", "--task", MEDDLING_TASK, "--log_root", str(root), "--checkpoint", "gone.pt"],
+        "gone.pt",
+        root=root,
+    )
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "random bytes", "not an RSL-RL checkpoint"])
+def test_a_corrupt_checkpoint_is_reported_with_its_path(capsys, trained, tmp_path, damage):
+    root, checkpoint = trained
+    bad = tmp_path / "model_7.pt"
+    data = checkpoint.read_bytes()
+    if damage == "empty":
+        bad.write_bytes(b"")
+    elif damage == "truncated":
+        bad.write_bytes(data[: len(data) // 2])
+    elif damage == "random bytes":
+        bad.write_bytes(os.urandom(4096))
+    else:
+        torch.save({"weights": torch.zeros(3)}, bad)
+    line = assert_user_error(
+        capsys,
+        ["play", "--task", MEDDLING_TASK, "--log_root", str(root), "--checkpoint", str(bad)],
+        str(bad),
+        root=root,
+    )
+    assert ("missing" in line) if damage == "not an RSL-RL checkpoint" else ("cannot be read" in line)
+
+
+def test_a_checkpoint_of_another_task_is_refused(capsys, trained, tmp_path):
+    root, checkpoint = trained
+    copy = tmp_path / "run"
+    shutil.copytree(checkpoint.parent, copy)
+    assert_user_error(
+        capsys,
+        ["play", "--task", PENDULUM, "--log_root", str(root), "--checkpoint", str(copy / checkpoint.name)],
+        f"trained on '{MEDDLING_TASK}'",
+        root=root,
+    )
+
+
+def test_play_prints_a_summary_and_json(capsys, trained):
+    root, checkpoint = trained
+    words = ["play", "--task", MEDDLING_TASK, "--log_root", str(root), "--num_episodes", "2", "--num_envs", "2"]
+    assert rlrun.main(words) == 0
+    assert "played 2 episodes" in capsys.readouterr().out
+    assert rlrun.main([*words, "--json"]) == 0
+    played = json.loads(capsys.readouterr().out)
+    assert played["checkpoint"] == str(checkpoint) and len(played["returns"]) == 2
+
+
+def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):
+    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", ("Box",), "")
+    monkeypatch.setitem(LIBRARIES, "fakelib", fake)
+    assert rlrun.main(["list"]) == 0
+    out = capsys.readouterr().out
+    for fragment in ("rsl_rl", "rlrun/CartPoleContinuous-v1", "rlrun/Pendulum-v1", "pip install 'rlrun[fakelib]'"):
+        assert fragment in out
+    assert rlrun.main(["list", "tasks", "--gymnasium"]) == 0
+    assert "HalfCheetah-v5" in capsys.readouterr().out

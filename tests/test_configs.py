@@ -1,0 +1,59 @@
+"""Agent configurations and `agent.*=` / `env.*=` overrides."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rlrun import configs
+from rlrun.errors import InvalidArgument, UnknownConfigKey
+
+CONFIG = {"num_envs": 8, "algorithm": {"learning_rate": 1e-3, "schedule": "adaptive"}, "hidden": [32], "flag": True}
+
+
+def test_overrides_are_typed_like_yaml_and_nested_keys_are_reached_with_dots():
+    config = configs.apply_overrides(
+        CONFIG, ["algorithm.learning_rate=3e-4", "hidden=[64,64]", "flag=false", "num_envs=16"], scope="agent"
+    )
+    assert config == {
+        "num_envs": 16,
+        "algorithm": {"learning_rate": 3e-4, "schedule": "adaptive"},
+        "hidden": [64, 64],
+        "flag": False,
+    }
+    assert CONFIG["algorithm"]["learning_rate"] == 1e-3  # the original is untouched
+
+
+def test_an_unknown_key_names_the_nearest_valid_one():
+    with pytest.raises(UnknownConfigKey) as raised:
+        configs.apply_overrides(CONFIG, ["algorithm.learning_rat=1"], scope="agent")
+    assert str(raised.value) == (
+        "unknown agent configuration key 'agent.algorithm.learning_rat'. Did you mean 'agent.algorithm.learning_rate'?"
+    )
+    with pytest.raises(UnknownConfigKey, match=re.escape("Did you mean 'agent.algorithm.learning_rate'")):
+        configs.apply_overrides(CONFIG, ["learning_rate=1"], scope="agent")
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [("num_envs=2.5", "an integer"), ("algorithm.learning_rate=fast", "a number"), ("flag=1", "true or false")],
+)
+def test_a_value_of_the_wrong_type_is_refused(override, expected):
+    with pytest.raises(InvalidArgument, match=expected):
+        configs.apply_overrides(CONFIG, [override], scope="agent")
+
+
+@pytest.mark.parametrize("word", ["lr=1", "agent.lr", "policy.x=1", "agent.=1"])
+def test_words_that_are_not_scoped_overrides_are_refused(word):
+    with pytest.raises(InvalidArgument, match=re.escape("agent.<key>=<value>")):
+        configs.split_overrides([word])
+
+
+def test_tuned_configurations_are_found_and_others_fall_back_to_the_default():
+    assert configs.has_tuned_config("rsl_rl", "rlrun/CartPoleContinuous-v1")
+    assert not configs.has_tuned_config("rsl_rl", "HalfCheetah-v5")
+    tuned = configs.load_agent_config("rsl_rl", "rlrun/CartPoleContinuous-v1")
+    generic = configs.load_agent_config("rsl_rl", "HalfCheetah-v5")
+    assert tuned["num_envs"] == 512 and generic["actor"]["class_name"] == "MLPModel"
+    assert set(configs.RUN_KEYS) <= set(tuned) and set(configs.RUN_KEYS) <= set(generic)
