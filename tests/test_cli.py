@@ -72,8 +72,8 @@ def test_a_discrete_task_for_rsl_rl_is_refused_before_any_directory_is_made(caps
     assert_user_error(
         capsys,
         ["train", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl", "--log_root", str(log_root)],
-        "Discrete",
-        "Box only",
+        "Discrete action space",
+        "supports Box",
     )
     assert not log_root.exists()
 
@@ -94,6 +94,8 @@ def test_a_discrete_task_for_rsl_rl_is_refused_before_any_directory_is_made(caps
         (["learning_rate=1"], "agent.<key>=<value>"),
         (["--run_name", "../x"], "not a valid directory name"),
         (["--checkpoint", "latest"], "--resume"),
+        (["--algorithm", "sac"], "Choose from: ppo"),
+        (["--ml_framework", "jax"], "use torch"),
     ],
 )
 def test_bad_train_arguments(capsys, log_root, flags, fragment):
@@ -145,7 +147,7 @@ def test_a_checkpoint_of_another_task_is_refused(capsys, trained, tmp_path):
     assert_user_error(
         capsys,
         ["play", "--task", PENDULUM, "--log_root", str(root), "--checkpoint", str(copy / checkpoint.name)],
-        f"trained on '{MEDDLING_TASK}'",
+        f"trained on task '{MEDDLING_TASK}'",
         root=root,
     )
 

@@ -51,9 +51,9 @@ def test_words_that_are_not_scoped_overrides_are_refused(word):
 
 
 def test_tuned_configurations_are_found_and_others_fall_back_to_the_default():
-    assert configs.has_tuned_config("rsl_rl", "rlrun/CartPoleContinuous-v1")
-    assert not configs.has_tuned_config("rsl_rl", "HalfCheetah-v5")
-    tuned = configs.load_agent_config("rsl_rl", "rlrun/CartPoleContinuous-v1")
-    generic = configs.load_agent_config("rsl_rl", "HalfCheetah-v5")
+    assert configs.has_tuned_config("rsl_rl", "ppo", "rlrun/CartPoleContinuous-v1")
+    assert not configs.has_tuned_config("rsl_rl", "ppo", "HalfCheetah-v5")
+    tuned = configs.load_agent_config("rsl_rl", "ppo", "rlrun/CartPoleContinuous-v1")
+    generic = configs.load_agent_config("rsl_rl", "ppo", "HalfCheetah-v5")
     assert tuned["num_envs"] == 512 and generic["actor"]["class_name"] == "MLPModel"
     assert set(configs.RUN_KEYS) <= set(tuned) and set(configs.RUN_KEYS) <= set(generic)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import io
 import threading
 
-from support import MEDDLING_TASK, SMALL_RSL_RL
-
 import rlrun
 from rlrun.progress import LineProgress, RichProgress, for_stream
+from support import MEDDLING_TASK, SMALL_RSL_RL
 
 
 class Terminal(io.StringIO):

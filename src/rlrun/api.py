@@ -52,6 +52,10 @@ class TrainRequest:
     """A Gymnasium id: rlrun's native tasks (`rlrun/CartPole-v1`, ...) or any registered id."""
     library: str | None = None
     """`rsl_rl`, ... (`rlrun list`); None: the task's default library."""
+    algorithm: str | None = None
+    """The library's algorithm (`ppo`, `sac`, ...); None: the library's default."""
+    ml_framework: str | None = None
+    """`torch` or `jax` for libraries that run on both (SKRL); None: torch."""
     num_envs: int | None = None
     seed: int | None = None
     """Seeds this call's RNGs and environments; -1 draws one from the OS (recorded in run.json)."""
@@ -89,6 +93,10 @@ class PlayRequest:
 
     task: str
     library: str | None = None
+    algorithm: str | None = None
+    """None: the algorithm the checkpoint was trained with."""
+    ml_framework: str | None = None
+    """None: the framework the checkpoint was trained with."""
     checkpoint: str = "latest"
     """`latest`, `best`, a path, or a checkpoint file name inside `load_run`."""
     load_run: str | None = None
@@ -168,20 +176,23 @@ def play(request: PlayRequest, *, check_leaks: bool | None = None, progress: Pro
 
 @dataclass
 class _Plan:
+    """A validated request, filled in step by step before anything changes."""
+
     task: str
     library: Library
     adapter: ModuleType
-    agent_config: dict[str, Any]
-    env_config: dict[str, Any]
-    num_envs: int
-    seed: int
     device: str
     log_root: Path
     experiment: str
+    algorithm: str = ""
+    ml_framework: str = ""
+    agent_config: dict[str, Any] = field(default_factory=dict)
+    env_config: dict[str, Any] = field(default_factory=dict)
+    num_envs: int = 1
+    seed: int = 0
+    max_iterations: int = 0
     checkpoint: Path | None = None
     checkpoint_run: runs.Run | None = None
-    max_iterations: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = None, flag: str) -> None:
@@ -276,112 +287,123 @@ def _probe_action_space(call: Call, task: str) -> str:
             env.close()
 
 
-def _configs(library: Library, task: str, overrides: tuple[str, ...], saved_run: runs.Run | None) -> tuple[dict, dict]:
+def _configs(plan: _Plan, overrides: tuple[str, ...]) -> None:
+    """Fill the plan's agent and env configurations: the run's own when continuing one, else the defaults."""
     from rlrun.envs import env_config
 
     scoped = configs.split_overrides(overrides)
-    if saved_run is not None and (saved_run.path / "params" / "agent.yaml").is_file():
+    saved = plan.checkpoint_run.path / "params" if plan.checkpoint_run is not None else None
+    if saved is not None and (saved / "agent.yaml").is_file() and (saved / "env.yaml").is_file():
         import yaml
 
-        agent = yaml.safe_load((saved_run.path / "params" / "agent.yaml").read_text(encoding="utf-8"))
-        environment = yaml.safe_load((saved_run.path / "params" / "env.yaml").read_text(encoding="utf-8"))
+        agent = yaml.safe_load((saved / "agent.yaml").read_text(encoding="utf-8"))
+        environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
     else:
-        agent = configs.load_agent_config(library.name, task)
-        environment = env_config(task)
-    agent = configs.apply_overrides(agent, scoped["agent"], scope="agent")
-    environment = configs.apply_overrides(environment, scoped["env"], scope="env")
-    return agent, environment
+        agent = configs.load_agent_config(plan.library.name, plan.algorithm, plan.task)
+        environment = env_config(plan.task)
+    plan.agent_config = configs.apply_overrides(agent, scoped["agent"], scope="agent")
+    plan.env_config = configs.apply_overrides(environment, scoped["env"], scope="env")
 
 
-def _plan(call: Call, request: TrainRequest | PlayRequest) -> tuple[str, Library, ModuleType]:
+def _check_framework(library: Library, framework: str) -> None:
+    if framework not in library.frameworks:
+        raise InvalidArgument(
+            f"--ml_framework {framework!r} is not one {library.name} runs on: use {' or '.join(library.frameworks)}."
+        )
+    check_installed(library, framework)
+
+
+def _check_algorithm(library: Library, adapter: ModuleType, algorithm: str) -> str:
+    name = algorithm.lower()
+    if name not in adapter.ALGORITHMS:
+        close = did_you_mean(name, adapter.ALGORITHMS, listing=0)
+        raise InvalidArgument(
+            f"--algorithm {algorithm!r} is not one rlrun runs with {library.name}.{close} "
+            f"Choose from: {', '.join(adapter.ALGORITHMS)}."
+        )
+    return name
+
+
+def _plan(call: Call, request: TrainRequest | PlayRequest) -> _Plan:
+    """What train and play validate alike: numbers, task, library, device, seed, log root."""
     _check_common(request)
     call.import_modules(CORE_IMPORTS)
     from rlrun.envs import resolve_task
 
     task = resolve_task(request.task)
     library = _choose_library(call, task, request.library)
-    adapter = load_adapter(library)
-    call.import_modules(adapter.IMPORTS)
-    return task, library, adapter
+    return _Plan(
+        task=task,
+        library=library,
+        adapter=load_adapter(library),
+        device=_resolve_device(request.device),
+        log_root=Path(request.log_root).absolute(),
+        experiment=request.experiment or runs.experiment_name(task),
+    )
+
+
+def _resolve_checkpoint(plan: _Plan, request: TrainRequest | PlayRequest, selector: str) -> None:
+    """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
+    wanted = {"algorithm": request.algorithm and request.algorithm.lower(), "ml_framework": request.ml_framework}
+    plan.checkpoint, plan.checkpoint_run = runs.resolve_checkpoint(
+        selector,
+        log_root=request.log_root,
+        library=plan.library.name,
+        task=plan.task,
+        experiment=request.experiment,
+        load_run=request.load_run,
+        match={key: value for key, value in wanted.items() if value is not None},
+    )
+    manifest = plan.checkpoint_run.manifest if plan.checkpoint_run is not None else {}
+    for key, expected, flag in (("task", plan.task, "--task"), ("library", plan.library.name, "--library")):
+        if manifest.get(key, expected) != expected:
+            raise InvalidArgument(
+                f"checkpoint {str(plan.checkpoint)!r} was trained on {key} {manifest[key]!r}, not {expected!r}; "
+                f"pass {flag} {manifest[key]} or another checkpoint."
+            )
+
+
+def _finish_plan(call: Call, plan: _Plan, request: TrainRequest | PlayRequest, manifest: dict[str, Any]) -> None:
+    """Settle algorithm and framework (asked for, else the checkpoint's, else the defaults) and import them."""
+    framework = request.ml_framework or manifest.get("ml_framework") or plan.library.frameworks[0]
+    _check_framework(plan.library, framework)
+    plan.ml_framework = framework
+    call.import_modules(plan.adapter.IMPORTS[framework])
+    plan.algorithm = _check_algorithm(
+        plan.library, plan.adapter, request.algorithm or manifest.get("algorithm") or plan.adapter.DEFAULT_ALGORITHM
+    )
+    if plan.checkpoint is not None:
+        plan.adapter.check_checkpoint(plan.checkpoint)
 
 
 def _plan_train(call: Call, request: TrainRequest) -> _Plan:
-    task, library, adapter = _plan(call, request)
+    plan = _plan(call, request)
     _check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
     if request.run_name is not None:
         runs.check_name(request.run_name, "--run_name")
-    experiment = request.experiment or runs.experiment_name(task)
-    checkpoint, checkpoint_run = None, None
     if request.resume or request.checkpoint is not None or request.load_run is not None:
         if not request.resume:
             raise InvalidArgument("--checkpoint and --load_run continue a run only with --resume; add --resume.")
-        checkpoint, checkpoint_run = runs.resolve_checkpoint(
-            request.checkpoint or "latest",
-            log_root=request.log_root,
-            library=library.name,
-            task=task,
-            experiment=request.experiment,
-            load_run=request.load_run,
-        )
-        adapter.check_checkpoint(checkpoint)
-    agent, environment = _configs(library, task, request.overrides, checkpoint_run)
-    num_envs = request.num_envs or agent.get("num_envs", 1)
-    plan = _Plan(
-        task=task,
-        library=library,
-        adapter=adapter,
-        agent_config=agent,
-        env_config=environment,
-        num_envs=num_envs,
-        seed=_resolve_seed(request.seed, agent.get("seed")),
-        device=_resolve_device(request.device),
-        log_root=Path(request.log_root).absolute(),
-        experiment=experiment,
-        checkpoint=checkpoint,
-        checkpoint_run=checkpoint_run,
-        max_iterations=request.max_iterations or int(agent.get("max_iterations", 1)),
-    )
+        _resolve_checkpoint(plan, request, request.checkpoint or "latest")
+    _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})
+    _configs(plan, request.overrides)
+    plan.num_envs = request.num_envs or plan.agent_config.get("num_envs", 1)
     _check_int(plan.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
+    plan.seed = _resolve_seed(request.seed, plan.agent_config.get("seed"))
+    plan.max_iterations = request.max_iterations or int(plan.agent_config.get("max_iterations", 1))
     return plan
 
 
 def _plan_play(call: Call, request: PlayRequest) -> _Plan:
-    task, library, adapter = _plan(call, request)
+    plan = _plan(call, request)
     _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
-    checkpoint, checkpoint_run = runs.resolve_checkpoint(
-        request.checkpoint,
-        log_root=request.log_root,
-        library=library.name,
-        task=task,
-        experiment=request.experiment,
-        load_run=request.load_run,
-    )
-    if checkpoint_run is not None and checkpoint_run.manifest.get("task") not in (None, task):
-        raise InvalidArgument(
-            f"checkpoint {str(checkpoint)!r} was trained on {checkpoint_run.manifest['task']!r}, not {task!r}."
-        )
-    if checkpoint_run is not None and checkpoint_run.manifest.get("library") not in (None, library.name):
-        raise InvalidArgument(
-            f"checkpoint {str(checkpoint)!r} was trained with {checkpoint_run.manifest['library']!r}, "
-            f"not {library.name!r}; pass --library {checkpoint_run.manifest['library']}."
-        )
-    adapter.check_checkpoint(checkpoint)
-    agent, environment = _configs(library, task, request.overrides, checkpoint_run)
-    return _Plan(
-        task=task,
-        library=library,
-        adapter=adapter,
-        agent_config=agent,
-        env_config=environment,
-        num_envs=request.num_envs or min(request.num_episodes, 64),
-        seed=_resolve_seed(request.seed, agent.get("seed")),
-        device=_resolve_device(request.device),
-        log_root=Path(request.log_root).absolute(),
-        experiment=request.experiment or runs.experiment_name(task),
-        checkpoint=checkpoint,
-        checkpoint_run=checkpoint_run,
-    )
+    _resolve_checkpoint(plan, request, request.checkpoint)
+    _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})
+    _configs(plan, request.overrides)
+    plan.num_envs = request.num_envs or min(request.num_episodes, 64)
+    plan.seed = _resolve_seed(request.seed, plan.agent_config.get("seed"))
+    return plan
 
 
 # --- runs: inside the guarded scope -------------------------------------------------------------------------
@@ -419,14 +441,15 @@ def _make_env(plan: _Plan, vectorization: str, on_step: Any = None) -> Any:
         plan.task, plan.num_envs, device=plan.device, vectorization=vectorization, env_kwargs=plan.env_config
     )
     try:
-        supported = plan.library.action_spaces
         space = type(env.single_action_space).__name__
+        supported = plan.adapter.ALGORITHMS[plan.algorithm]
         if space not in supported:
+            others = [name for name, spaces in plan.adapter.ALGORITHMS.items() if space in spaces]
             able = [name for name in libraries_for(space) if name != plan.library.name]
-            alternative = f"; use {' or '.join(able)} (--library {able[0]})" if able else ""
+            ways = [f"--algorithm {name}" for name in others] + [f"--library {name}" for name in able]
             raise UnsupportedTask(
-                f"{plan.library.name} cannot train {plan.task}: its action space is {space} and "
-                f"{plan.library.name} supports {', '.join(supported)} only{alternative}."
+                f"{plan.library.name} {plan.algorithm} cannot act in {plan.task}'s {space} action space "
+                f"(it supports {', '.join(supported)})" + (f"; use {' or '.join(ways)}." if ways else ".")
             )
         return EpisodeStatistics(env, on_step=on_step)
     except BaseException:
@@ -458,6 +481,8 @@ class _RunRecord:
         self.manifest: dict[str, Any] = {
             "version": runs.MANIFEST_VERSION,
             "library": plan.library.name,
+            "algorithm": plan.algorithm,
+            "ml_framework": plan.ml_framework,
             "task": plan.task,
             "experiment": plan.experiment,
             "run_name": request.run_name,
@@ -550,6 +575,8 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
                 save_checkpoint=save_checkpoint,
                 resume_from=plan.checkpoint,
                 deterministic=request.deterministic,
+                algorithm=plan.algorithm,
+                ml_framework=plan.ml_framework,
             )
             with _console(record.dir, request.verbose):
                 outcome = plan.adapter.train(job)
@@ -582,6 +609,7 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
             if progress is not None:
                 progress.stop()
             env.close()
+            _collect_garbage()
 
 
 def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) -> PlayResult:
@@ -601,6 +629,8 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
                 checkpoint=plan.checkpoint,  # type: ignore[arg-type]
                 device=plan.device,
                 deterministic=request.deterministic,
+                algorithm=plan.algorithm,
+                ml_framework=plan.ml_framework,
             )
             sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
             with sink:
@@ -633,6 +663,19 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
             if progress is not None:
                 progress.stop()
             env.close()
+            _collect_garbage()
+
+
+def _collect_garbage() -> None:
+    """Free what a library left in reference cycles before the scope restores and the detector looks.
+
+    Library objects that own processes or files and are only released by the cycle collector would
+    otherwise outlive the call: GitPython's `Repo` (which RSL-RL's logger creates to record the code
+    state) keeps two `git cat-file` child processes until it is collected.
+    """
+    import gc
+
+    gc.collect()
 
 
 def _evaluate(

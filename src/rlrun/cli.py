@@ -48,6 +48,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--library", "--rl_library", dest="library", default=None, help="RL library (default: the task's own)"
     )
+    parser.add_argument("--algorithm", default=None, help="the library's algorithm, e.g. ppo or sac (rlrun list)")
+    parser.add_argument("--ml_framework", default=None, help="torch or jax, for libraries that run on both")
     parser.add_argument("--num_envs", type=int, default=None, help="number of parallel environments")
     parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
@@ -175,6 +177,8 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     common = dict(
         task=args.task,
         library=args.library,
+        algorithm=args.algorithm,
+        ml_framework=args.ml_framework,
         num_envs=args.num_envs,
         seed=args.seed,
         device=args.device,

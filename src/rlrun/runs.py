@@ -153,8 +153,17 @@ class Run:
         return [entry for entry in self.manifest.get("checkpoints", []) if (self.path / entry["file"]).is_file()]
 
 
-def find_runs(log_root: str | os.PathLike[str], library: str, task: str, experiment: str | None = None) -> list[Run]:
-    """Return the runs of `library` on `task` under `log_root`, newest first (by manifest creation time)."""
+def find_runs(
+    log_root: str | os.PathLike[str],
+    library: str,
+    task: str,
+    experiment: str | None = None,
+    match: dict[str, Any] | None = None,
+) -> list[Run]:
+    """Return the runs of `library` on `task` under `log_root`, newest first (by manifest creation time).
+
+    `match` keeps only runs whose manifest has these values (an absent key matches anything).
+    """
     base = Path(log_root).absolute() / library
     if not base.is_dir():
         return []
@@ -162,7 +171,8 @@ def find_runs(log_root: str | os.PathLike[str], library: str, task: str, experim
     runs = []
     for manifest_path in base.glob(pattern):
         manifest = read_manifest(manifest_path.parent)
-        if manifest and manifest.get("library") == library and manifest.get("task") == task:
+        matches = manifest and manifest.get("library") == library and manifest.get("task") == task
+        if matches and all(manifest.get(key, value) == value for key, value in (match or {}).items()):
             runs.append(Run(manifest_path.parent, manifest))
     return sorted(runs, key=lambda run: str(run.manifest.get("created_at", "")), reverse=True)
 
@@ -175,19 +185,21 @@ def resolve_checkpoint(
     task: str,
     experiment: str | None = None,
     load_run: str | None = None,
+    match: dict[str, Any] | None = None,
 ) -> tuple[Path, Run | None]:
     """Turn `--checkpoint` (`latest`, `best`, a file path, or a file name inside `--load_run`) into a file.
 
     - `latest`: the newest checkpoint of the newest run of this library and task (or of `load_run`).
     - `best`: the checkpoint of that run with the highest mean episode return recorded when it was saved.
     - a path to an existing file is taken as is; its run (the manifest beside it), if any, is returned too.
-    Only runs whose manifest names this library and task are considered. Raises `CheckpointNotFound`.
+    Only runs whose manifest names this library and task (and the `match` values) are considered.
+    Raises `CheckpointNotFound`.
     """
     candidate = Path(selector).expanduser()
     if selector not in SELECTORS and candidate.is_file():
         manifest = read_manifest(candidate.absolute().parent)
         return candidate.absolute(), Run(candidate.absolute().parent, manifest) if manifest else None
-    runs = find_runs(log_root, library, task, experiment)
+    runs = find_runs(log_root, library, task, experiment, match)
     where = f"{Path(log_root).absolute() / library}"
     if load_run is not None:
         selected = [run for run in runs if run.path.name == load_run] or [

@@ -1,7 +1,7 @@
 """Per-library, per-task agent configurations (YAML) and `agent.*=` / `env.*=` override merging.
 
-Agent configurations live in `configs/<library>/<namespace>/<Task-vN>.yaml` for tuned tasks and
-`configs/<library>/default.yaml` for any other task. Besides the library's own keys, each holds
+Agent configurations live in `configs/<library>/<algorithm>/<namespace>/<Task-vN>.yaml` for tuned
+tasks and `configs/<library>/<algorithm>/default.yaml` for any other task. Besides the library's own keys, each holds
 rlrun's run defaults at the top level (`num_envs`, `max_iterations`, `seed`), which the library
 adapter removes before the library sees the configuration. Overrides are OmegaConf dotlists in
 struct mode: a key the configuration lacks is an error that names the nearest valid key.
@@ -21,24 +21,24 @@ RUN_KEYS = ("num_envs", "max_iterations", "seed")
 """Top-level keys of an agent configuration that belong to rlrun, not to the library."""
 
 
-def config_name(library: str, task: str) -> str:
-    """The packaged file holding the tuned configuration of `library` for `task`."""
-    return f"{library}/{task}.yaml"
+def config_name(library: str, algorithm: str, task: str) -> str:
+    """The packaged file holding the tuned configuration of `library`'s `algorithm` for `task`."""
+    return f"{library}/{algorithm}/{task}.yaml"
 
 
-def has_tuned_config(library: str, task: str) -> bool:
-    """True when rlrun ships a configuration tuned for this library and task."""
-    return resources.files(__name__).joinpath(config_name(library, task)).is_file()
+def has_tuned_config(library: str, algorithm: str, task: str) -> bool:
+    """True when rlrun ships a configuration tuned for this library, algorithm and task."""
+    return resources.files(__name__).joinpath(config_name(library, algorithm, task)).is_file()
 
 
-def load_agent_config(library: str, task: str, variant: str = "default") -> dict[str, Any]:
-    """Return the tuned configuration for the task, or the library's `<variant>.yaml` generic one."""
+def load_agent_config(library: str, algorithm: str, task: str) -> dict[str, Any]:
+    """Return the tuned configuration for the task, or the algorithm's generic `default.yaml`."""
     import yaml
 
     root = resources.files(__name__)
-    path = root.joinpath(config_name(library, task))
+    path = root.joinpath(config_name(library, algorithm, task))
     if not path.is_file():
-        path = root.joinpath(f"{library}/{variant}.yaml")
+        path = root.joinpath(f"{library}/{algorithm}/default.yaml")
     with path.open("r", encoding="utf-8") as stream:
         return yaml.safe_load(stream)
 

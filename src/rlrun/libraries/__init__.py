@@ -30,8 +30,10 @@ class Library:
     extra: str
     """The rlrun pip extra that installs it."""
     action_spaces: tuple[str, ...]
-    """Gymnasium space classes it can act in (`Box`, `Discrete`)."""
+    """Gymnasium space classes at least one of its algorithms can act in (`Box`, `Discrete`)."""
     summary: str
+    frameworks: tuple[str, ...] = ("torch",)
+    """The ML frameworks it runs on (`--ml_framework`), the default first."""
 
     @property
     def installed(self) -> bool:
@@ -79,12 +81,22 @@ def get_library(name: str) -> Library:
     raise UnknownLibrary(f"unknown library {name!r}.{close} Known libraries: {', '.join(LIBRARIES)} (rlrun list).")
 
 
-def check_installed(library: Library) -> None:
-    """Raise `MissingDependency` naming the pip extra when the library is not installed."""
+FRAMEWORKS = {"torch": ("torch", None), "jax": ("jax", "jax")}
+"""ML framework -> (module to find, rlrun pip extra that installs it)."""
+
+
+def check_installed(library: Library, framework: str = "torch") -> None:
+    """Raise `MissingDependency` naming the pip extra when the library or its framework is not installed."""
     if not library.installed:
         raise MissingDependency(
             f"library {library.name!r} is not installed (no module {library.import_name!r}); "
             f"install it with: {library.install_hint}"
+        )
+    module, extra = FRAMEWORKS[framework]
+    if extra is not None and importlib.util.find_spec(module) is None:
+        raise MissingDependency(
+            f"{library.name} on {framework} needs {module!r}, which is not installed; "
+            f"install it with: pip install 'rlrun[{extra}]'"
         )
 
 

@@ -2,8 +2,12 @@
 
 An adapter module (`rlrun.libraries.<name>`) defines:
 
-    IMPORTS: tuple[str, ...]
-        Modules to import before the hermetic scope captures (the library and what it imports lazily).
+    IMPORTS: dict[str, tuple[str, ...]]
+        Per ML framework it runs on (`torch`, `jax`): the modules to import before the hermetic scope
+        captures (the library and what it imports lazily on first use).
+    ALGORITHMS: dict[str, tuple[str, ...]]
+        Lower-case algorithm name (`ppo`, `sac`, ...) -> the Gymnasium action space classes it acts in.
+    DEFAULT_ALGORITHM: str
     def run_config(config: dict) -> dict
         The library's own part of an agent configuration (rlrun's run keys removed).
     def env_steps_per_iteration(config: dict, num_envs: int) -> int
@@ -53,6 +57,9 @@ class TrainJob:
     """A checkpoint to continue from (`--resume`)."""
     deterministic: bool = False
     """The user asked for deterministic torch algorithms; the adapter's flag policy must agree."""
+    algorithm: str = ""
+    """A key of the adapter's `ALGORITHMS`."""
+    ml_framework: str = "torch"
 
 
 @dataclass(frozen=True)
@@ -72,3 +79,6 @@ class PlayJob:
     checkpoint: Path
     device: str
     deterministic: bool
+    """Act with the policy's deterministic action (its mean); False samples."""
+    algorithm: str = ""
+    ml_framework: str = "torch"

@@ -19,7 +19,9 @@ from rlrun.errors import CorruptCheckpoint
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
 
-IMPORTS = ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")
+IMPORTS = {"torch": ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")}
+ALGORITHMS = {"ppo": ("Box",)}
+DEFAULT_ALGORITHM = "ppo"
 CHECKPOINT_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
 
 
