@@ -118,3 +118,13 @@ def register() -> None:
 
 SMALL_RSL_RL = ("agent.num_steps_per_env=8", "agent.actor.hidden_dims=[16,16]", "agent.critic.hidden_dims=[16,16]")
 """Overrides that make an RSL-RL run of a few iterations take well under a second."""
+
+CONTRACT_CASES = {
+    # case id: (TrainRequest keyword arguments for a short run of the meddling task, a step at which the
+    # library has built its agent and is training: the env fails there, after the library changed globals)
+    "rsl_rl": ({"library": "rsl_rl", "num_envs": 4, "max_iterations": 3, "overrides": SMALL_RSL_RL}, 12),
+    # skrl cases
+    # sb3 case
+    # rl_games case
+}
+"""The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""

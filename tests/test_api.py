@@ -23,13 +23,13 @@ import torch
 import rlrun
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import census
-from support import FAILURE_MESSAGE, MEDDLING_TASK, SMALL_RSL_RL, EnvironmentExploded
+from support import CONTRACT_CASES, FAILURE_MESSAGE, MEDDLING_TASK, SMALL_RSL_RL, EnvironmentExploded
 
 OUTCOMES = {
-    "success": ((), None),
-    "exception": (("env.fail_at=12",), EnvironmentExploded),
-    "interrupt": (("env.fail_at=12",), KeyboardInterrupt),
-    "system_exit": (("env.fail_at=12",), SystemExit),
+    "success": None,
+    "exception": EnvironmentExploded,
+    "interrupt": KeyboardInterrupt,
+    "system_exit": SystemExit,
 }
 FAILURE_NAMES = {EnvironmentExploded: "RuntimeError", KeyboardInterrupt: "KeyboardInterrupt", SystemExit: "SystemExit"}
 
@@ -78,38 +78,27 @@ def caller_globals(monkeypatch, tmp_path):
     signal.signal(signal.SIGINT, previous_handler)
 
 
-@pytest.fixture(scope="module")
-def trained_root(tmp_path_factory):
-    """A log root holding one RSL-RL run of the meddling task, for `play`."""
-    root = tmp_path_factory.mktemp("trained") / "logs"
-    rlrun.train(
-        rlrun.TrainRequest(
-            task=MEDDLING_TASK,
-            library="rsl_rl",
-            num_envs=4,
-            max_iterations=2,
-            log_root=str(root),
-            overrides=SMALL_RSL_RL,
-        )
-    )
-    return root
+@pytest.fixture(scope="module", params=list(CONTRACT_CASES))
+def case(request, tmp_path_factory):
+    """A library case, with a log root holding one short run of the meddling task (for `play`)."""
+    arguments, fail_at = CONTRACT_CASES[request.param]
+    root = tmp_path_factory.mktemp(f"trained-{request.param}") / "logs"
+    rlrun.train(rlrun.TrainRequest(task=MEDDLING_TASK, log_root=str(root), **arguments))
+    return arguments, fail_at, root
 
 
-def call(kind, log_root, trained_root, overrides=()):
+def call(kind, case, log_root, overrides=()):
+    arguments, _, trained_root = case
     if kind == "train":
-        request = rlrun.TrainRequest(
-            task=MEDDLING_TASK,
-            library="rsl_rl",
-            num_envs=4,
-            max_iterations=3,
-            seed=0,
-            log_root=str(log_root),
-            overrides=(*SMALL_RSL_RL, "env.meddle_at=3", *overrides),
+        meddling = (*arguments["overrides"], "env.meddle_at=3", *overrides)
+        return rlrun.train(
+            rlrun.TrainRequest(
+                task=MEDDLING_TASK, seed=0, log_root=str(log_root), **{**arguments, "overrides": meddling}
+            )
         )
-        return rlrun.train(request)
     request = rlrun.PlayRequest(
         task=MEDDLING_TASK,
-        library="rsl_rl",
+        library=arguments["library"],
         num_envs=2,
         num_episodes=2,
         log_root=str(trained_root),
@@ -133,20 +122,19 @@ def assert_caller_globals_intact(before, argv, filters):
 @pytest.mark.usefixtures("caller_globals")
 @pytest.mark.parametrize("kind", ["train", "play"])
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
-def test_call_leaves_every_global_as_the_caller_set_it(kind, outcome, log_root, trained_root):
-    overrides, failure = OUTCOMES[outcome]
-    if failure is not None:
-        overrides = (*overrides, f"env.failure={FAILURE_NAMES[failure]}")
+def test_call_leaves_every_global_as_the_caller_set_it(kind, outcome, case, log_root):
+    failure = OUTCOMES[outcome]
+    overrides = () if failure is None else (f"env.fail_at={case[1]}", f"env.failure={FAILURE_NAMES[failure]}")
     argv, filters = sys.argv, warnings.filters
     expected_draws = _next_draws()
     before = census.snapshot()
 
     if failure is None:
-        result = call(kind, log_root, trained_root, overrides)
+        result = call(kind, case, log_root, overrides)
         assert result.task == MEDDLING_TASK
     else:
         with pytest.raises(failure) as raised:
-            call(kind, log_root, trained_root, overrides)
+            call(kind, case, log_root, overrides)
         error = raised.value
         assert type(error) is failure
         assert (error.code == 3) if failure is SystemExit else (str(error) == FAILURE_MESSAGE)
@@ -155,7 +143,7 @@ def test_call_leaves_every_global_as_the_caller_set_it(kind, outcome, log_root, 
     assert_caller_globals_intact(before, argv, filters)
     assert _next_draws() == expected_draws  # the caller's RNG streams continue as if nothing happened
     if kind == "train":
-        (manifest_path,) = log_root.glob("rsl_rl/*/*/run.json")
+        (manifest_path,) = log_root.glob("*/*/*/run.json")
         status = {None: "completed", KeyboardInterrupt: "interrupted"}.get(failure, "failed")
         assert json.loads(manifest_path.read_text())["status"] == status
 
@@ -172,15 +160,27 @@ def _next_draws():
 
 @pytest.mark.usefixtures("caller_globals")
 @pytest.mark.parametrize("kind", ["train", "play"])
-def test_main_returns_the_exit_code_of_a_library_exit_and_restores(kind, log_root, trained_root, capsys):
+def test_main_returns_the_exit_code_of_a_library_exit_and_restores(kind, case, log_root, capsys):
+    arguments, fail_at, trained_root = case
     argv, filters = sys.argv, warnings.filters
     before = census.snapshot()
-    root = log_root if kind == "train" else trained_root
-    extra = ["--max_iterations", "3", *SMALL_RSL_RL] if kind == "train" else ["--num_episodes", "2"]
-    words = [kind, "--task", MEDDLING_TASK, "--num_envs", "2", "--log_root", str(root), *extra]
-    assert rlrun.main([*words, "env.fail_at=12", "env.failure=SystemExit"]) == 3
-    assert rlrun.main([*words, "env.fail_at=12", "env.failure=KeyboardInterrupt"]) == 130
-    assert rlrun.main([*words, "env.fail_at=12"]) == 1
+    words = [kind, "--task", MEDDLING_TASK, "--library", arguments["library"], "--num_envs", "2"]
+    if arguments.get("ml_framework"):
+        words += ["--ml_framework", arguments["ml_framework"]]
+    if kind == "train":
+        words += [
+            "--log_root",
+            str(log_root),
+            "--max_iterations",
+            str(arguments["max_iterations"]),
+            *arguments["overrides"],
+        ]
+    else:
+        words += ["--log_root", str(trained_root), "--num_episodes", "2"]
+    fail = f"env.fail_at={fail_at}"
+    assert rlrun.main([*words, fail, "env.failure=SystemExit"]) == 3
+    assert rlrun.main([*words, fail, "env.failure=KeyboardInterrupt"]) == 130
+    assert rlrun.main([*words, fail]) == 1
     assert_caller_globals_intact(before, argv, filters)
     assert "rlrun: interrupted" in capsys.readouterr().err
 
@@ -188,6 +188,7 @@ def test_main_returns_the_exit_code_of_a_library_exit_and_restores(kind, log_roo
 @pytest.mark.usefixtures("caller_globals")
 @pytest.mark.parametrize("kind", ["train", "play"])
 def test_help_and_rejected_arguments_change_nothing(kind, log_root, capsys):
+    """Argument parsing and validation happen before anything changes, whatever the library."""
     argv, filters = sys.argv, warnings.filters
     before = census.snapshot()
     assert rlrun.main([kind, "--help"]) == 0

@@ -65,6 +65,9 @@ LIBRARIES: dict[str, Library] = {
             action_spaces=("Box",),
             summary="RSL-RL on-policy runner (PPO), continuous actions only",
         ),
+        # skrl row
+        # sb3 row
+        # rl_games row
     )
 }
 """Library name -> row. Adding a library is adding a row and an adapter module."""

@@ -1,0 +1,41 @@
+"""RSL-RL row of `adapter_overhead.py`: `OnPolicyRunner` alone against `rlrun.train`, same env and config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import rlrun
+from rlrun.configs import load_agent_config
+from rlrun.envs import make_env
+from rlrun.libraries import rsl_rl
+
+TASK = "rlrun/CartPoleContinuous-v1"
+NUM_ENVS, ITERATIONS, SEED = 512, 15, 1
+LABEL = f"rsl_rl ppo, {TASK}, {NUM_ENVS} envs x {ITERATIONS} it"
+
+
+def direct(tmp: Path) -> None:
+    """The library alone: rlrun's env, RSL-RL's runner, as a user would write it (console to a file, as rlrun)."""
+    import contextlib
+
+    import torch
+    from rsl_rl.runners import OnPolicyRunner
+
+    torch.manual_seed(SEED)
+    config = rsl_rl.run_config(load_agent_config("rsl_rl", "ppo", TASK))
+    env = make_env(TASK, NUM_ENVS)
+    runner = OnPolicyRunner(rsl_rl.RslRlVecEnv(env, config, SEED), config, log_dir=str(tmp), device="cpu")
+    try:
+        with open(tmp / "console.log", "w") as log, contextlib.redirect_stdout(log):
+            runner.learn(num_learning_iterations=ITERATIONS)
+    finally:
+        runner.logger.writer.close()
+        env.close()
+
+
+def through_rlrun(tmp: Path) -> None:
+    rlrun.train(
+        rlrun.TrainRequest(
+            task=TASK, library="rsl_rl", num_envs=NUM_ENVS, max_iterations=ITERATIONS, seed=SEED, log_root=str(tmp)
+        )
+    )
