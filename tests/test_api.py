@@ -221,3 +221,25 @@ def test_results_describe_the_run(log_root):
     assert played.checkpoint == result.checkpoint and played.run_dir == result.run_dir
     assert len(played.returns) == len(played.lengths) == 3 and set(played.lengths) == {200}
     assert played.mean_return == pytest.approx(np.mean(played.returns))
+
+
+@pytest.mark.usefixtures("caller_globals")
+@pytest.mark.parametrize("agent", ["zero_agent", "random_agent"])
+@pytest.mark.parametrize("outcome", ["success", "exception", "interrupt"])
+def test_zero_and_random_agents_leave_every_global_as_the_caller_set_it(agent, outcome):
+    failure = OUTCOMES[outcome]
+    overrides = ("env.meddle_at=3",) + (
+        () if failure is None else ("env.fail_at=12", f"env.failure={FAILURE_NAMES[failure]}")
+    )
+    argv, filters = sys.argv, warnings.filters
+    expected_draws = _next_draws()
+    before = census.snapshot()
+    request = rlrun.AgentRequest(task=MEDDLING_TASK, num_envs=2, max_steps=20, overrides=overrides)
+    if failure is None:
+        result = getattr(rlrun, agent)(request)
+        assert result.env_steps == 40 and result.checkpoint is None
+    else:
+        with pytest.raises(failure, match=FAILURE_MESSAGE):
+            getattr(rlrun, agent)(request)
+    assert_caller_globals_intact(before, argv, filters)
+    assert _next_draws() == expected_draws

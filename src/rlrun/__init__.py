@@ -18,6 +18,9 @@ __version__ = "0.1.0"
 
 _PUBLIC = {
     "TrainRequest": "rlrun.api",
+    "AgentRequest": "rlrun.api",
+    "zero_agent": "rlrun.api",
+    "random_agent": "rlrun.api",
     "PlayRequest": "rlrun.api",
     "TrainResult": "rlrun.api",
     "PlayResult": "rlrun.api",
@@ -29,10 +32,32 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from rlrun import errors
-    from rlrun.api import PlayRequest, PlayResult, TrainRequest, TrainResult, play, train
+    from rlrun.api import (
+        AgentRequest,
+        PlayRequest,
+        PlayResult,
+        TrainRequest,
+        TrainResult,
+        play,
+        random_agent,
+        train,
+        zero_agent,
+    )
     from rlrun.cli import main
 
-__all__ = ["PlayRequest", "PlayResult", "TrainRequest", "TrainResult", "errors", "main", "play", "train"]
+__all__ = [
+    "AgentRequest",
+    "PlayRequest",
+    "PlayResult",
+    "TrainRequest",
+    "TrainResult",
+    "errors",
+    "main",
+    "play",
+    "random_agent",
+    "train",
+    "zero_agent",
+]
 
 
 def __getattr__(name: str) -> Any:

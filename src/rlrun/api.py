@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import importlib.metadata
-import math
 import re
 import secrets
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from rlrun import configs, runs
+from rlrun import configs, rollout, runs
 from rlrun.errors import InvalidArgument, UnsupportedTask, UserError, did_you_mean
 from rlrun.hermetic import Call, fresh_torch_state, hermetic_call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
@@ -120,6 +119,27 @@ class PlayRequest:
 
 
 @dataclass(frozen=True)
+class AgentRequest:
+    """Run a task with zero or random actions, no library involved: a smoke test of the task itself."""
+
+    task: str
+    num_envs: int = 4
+    num_episodes: int | None = None
+    """Episodes to run; None: 10, unless `max_steps` is given."""
+    max_steps: int | None = None
+    """Vector steps to run at most; None: until `num_episodes` episodes finished (at most 100 episode lengths)."""
+    seed: int | None = None
+    device: str | None = None
+    overrides: tuple[str, ...] = ()
+    """`env.<key>=<value>` words (there is no agent configuration)."""
+    log_root: str = "logs"
+    video: bool = False
+    video_length: int = 200
+    vectorization: str = "sync"
+    argv: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class TrainResult:
     """What a training call produced."""
 
@@ -145,7 +165,8 @@ class PlayResult:
 
     task: str
     library: str
-    checkpoint: Path
+    """The library, or `zero` / `random` for the agents that need none."""
+    checkpoint: Path | None
     run_dir: Path | None
     returns: tuple[float, ...]
     lengths: tuple[int, ...]
@@ -157,6 +178,22 @@ class PlayResult:
 
 
 # --- public calls -------------------------------------------------------------------------------------------
+
+
+def zero_agent(
+    request: AgentRequest, *, check_leaks: bool | None = None, progress: Progress | None = None
+) -> PlayResult:
+    """Run the task with the zero action (action 0 in discrete spaces); report episode returns."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.zero_agent") as call:
+        return agent_in(call, request, "zero", progress)
+
+
+def random_agent(
+    request: AgentRequest, *, check_leaks: bool | None = None, progress: Progress | None = None
+) -> PlayResult:
+    """Run the task with uniformly random actions; report episode returns."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.random_agent") as call:
+        return agent_in(call, request, "random", progress)
 
 
 def train(request: TrainRequest, *, check_leaks: bool | None = None, progress: Progress | None = None) -> TrainResult:
@@ -179,8 +216,9 @@ class _Plan:
     """A validated request, filled in step by step before anything changes."""
 
     task: str
-    library: Library
-    adapter: ModuleType
+    library: Library | None
+    """None for the zero and random agents, which need no library."""
+    adapter: ModuleType | None
     device: str
     log_root: Path
     experiment: str
@@ -205,7 +243,7 @@ def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = Non
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
 
 
-def _check_common(request: TrainRequest | PlayRequest) -> None:
+def _check_common(request: TrainRequest | PlayRequest | AgentRequest) -> None:
     if not isinstance(request.task, str) or not request.task:
         raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
     _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
@@ -220,7 +258,7 @@ def _check_common(request: TrainRequest | PlayRequest) -> None:
         raise InvalidArgument("--video is not available in this version of rlrun yet; drop --video.")
     if isinstance(request.overrides, str):
         raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
-    if request.experiment is not None:
+    if getattr(request, "experiment", None) is not None:
         runs.check_name(request.experiment, "--experiment_name")
 
 
@@ -442,7 +480,7 @@ def _make_env(plan: _Plan, vectorization: str, on_step: Any = None) -> Any:
     )
     try:
         space = type(env.single_action_space).__name__
-        supported = plan.adapter.ALGORITHMS[plan.algorithm]
+        supported = plan.adapter.ALGORITHMS[plan.algorithm] if plan.adapter is not None else (space,)
         if space not in supported:
             others = [name for name, spaces in plan.adapter.ALGORITHMS.items() if space in spaces]
             able = [name for name in libraries_for(space) if name != plan.library.name]
@@ -616,8 +654,6 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
     """`play` within an already open hermetic call."""
     plan = _plan_play(call, request)
     with call.guarded(), fresh_torch_state():
-        import torch
-
         _seed_everything(plan.seed)
         env = _make_env(plan, request.vectorization)
         try:
@@ -635,35 +671,101 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
             sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
             with sink:
                 policy = plan.adapter.load_policy(job)
-            episode_cap = math.ceil(request.num_episodes / plan.num_envs)
-            max_steps = request.max_steps or 100 * int(plan.env_config.get("max_episode_steps") or 1000)
             if progress is not None:
                 progress.start(f"play {plan.library.name} {plan.task}", None, None)
-            started = time.perf_counter()
-            returns, lengths = _evaluate(env, policy, plan, episode_cap, max_steps, progress)
-            wall = max(time.perf_counter() - started, 1e-9)
-            order = sorted(range(len(returns)), key=lambda i: (returns[i][0], returns[i][1]))
-            episodes = [returns[i][2] for i in order][: request.num_episodes]
-            episode_lengths = [lengths[i] for i in order][: request.num_episodes]
-            values = torch.tensor(episodes, dtype=torch.float64)
-            return PlayResult(
-                task=plan.task,
-                library=plan.library.name,
-                checkpoint=plan.checkpoint,  # type: ignore[arg-type]
-                run_dir=plan.checkpoint_run.path if plan.checkpoint_run else None,
-                returns=tuple(episodes),
-                lengths=tuple(episode_lengths),
-                mean_return=float(values.mean()) if episodes else None,
-                std_return=float(values.std(unbiased=False)) if episodes else None,
-                mean_length=sum(episode_lengths) / len(episode_lengths) if episodes else None,
-                env_steps=env.env_steps,
-                steps_per_s=env.env_steps / wall,
+            episodes = rollout.evaluate(
+                env,
+                policy,
+                num_episodes=request.num_episodes,
+                max_steps=request.max_steps or _default_max_steps(plan),
+                seed=plan.seed,
+                progress=progress,
             )
+            return _play_result(plan, plan.library.name, episodes)
         finally:
             if progress is not None:
                 progress.stop()
             env.close()
             _collect_garbage()
+
+
+AGENTS = ("zero", "random")
+
+
+def _plan_agent(call: Call, request: AgentRequest) -> _Plan:
+    _check_common(request)
+    _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
+    _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
+    call.import_modules(CORE_IMPORTS)
+    from rlrun.envs import env_config, resolve_task
+
+    task = resolve_task(request.task)
+    scoped = configs.split_overrides(request.overrides)
+    if scoped["agent"]:
+        raise InvalidArgument(
+            f"the zero and random agents have no agent configuration: drop {'agent.' + scoped['agent'][0]!r}."
+        )
+    return _Plan(
+        task=task,
+        library=None,
+        adapter=None,
+        device=_resolve_device(request.device),
+        log_root=Path(request.log_root).absolute(),
+        experiment=runs.experiment_name(task),
+        env_config=configs.apply_overrides(env_config(task), scoped["env"], scope="env"),
+        num_envs=request.num_envs,
+        seed=_resolve_seed(request.seed, None),
+    )
+
+
+def agent_in(call: Call, request: AgentRequest, kind: str, progress: Progress | None = None) -> PlayResult:
+    """`zero_agent` / `random_agent` within an already open hermetic call."""
+    plan = _plan_agent(call, request)
+    with call.guarded(), fresh_torch_state():
+        _seed_everything(plan.seed)
+        env = _make_env(plan, request.vectorization)
+        try:
+            policy = rollout.zero_policy(env) if kind == "zero" else rollout.random_policy(env, plan.seed)
+            if progress is not None:
+                progress.start(
+                    f"{kind} agent {plan.task}", request.max_steps and request.max_steps * plan.num_envs, None
+                )
+            num_episodes = request.num_episodes or (None if request.max_steps else 10)
+            episodes = rollout.evaluate(
+                env,
+                policy,
+                num_episodes=num_episodes,
+                max_steps=request.max_steps or _default_max_steps(plan),
+                seed=plan.seed,
+                progress=progress,
+            )
+            return _play_result(plan, kind, episodes)
+        finally:
+            if progress is not None:
+                progress.stop()
+            env.close()
+            _collect_garbage()
+
+
+def _default_max_steps(plan: _Plan) -> int:
+    """A bound on vector steps for tasks whose episodes might never end: 100 episode lengths."""
+    return 100 * int(plan.env_config.get("max_episode_steps") or 1000)
+
+
+def _play_result(plan: _Plan, library: str, episodes: rollout.Episodes) -> PlayResult:
+    return PlayResult(
+        task=plan.task,
+        library=library,
+        checkpoint=plan.checkpoint,
+        run_dir=plan.checkpoint_run.path if plan.checkpoint_run else None,
+        returns=episodes.returns,
+        lengths=episodes.lengths,
+        mean_return=episodes.mean_return,
+        std_return=episodes.std_return,
+        mean_length=episodes.mean_length,
+        env_steps=episodes.env_steps,
+        steps_per_s=episodes.env_steps / max(episodes.wall_time_s, 1e-9),
+    )
 
 
 def _collect_garbage() -> None:
@@ -678,44 +780,6 @@ def _collect_garbage() -> None:
     gc.collect()
 
 
-def _evaluate(
-    env: Any, policy: Any, plan: _Plan, episode_cap: int, max_steps: int, progress: Progress | None
-) -> tuple[list[tuple[int, int, float]], list[int]]:
-    """Step until every env finished `episode_cap` episodes; return (episode index, env, return) and lengths.
-
-    Taking the first episodes of every env, not the first episodes to finish, keeps short episodes
-    from being over-represented.
-    """
-    import torch
-
-    observations, _ = env.reset(seed=plan.seed)
-    running = torch.zeros(env.num_envs, dtype=torch.float64, device=env.device)
-    steps = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
-    finished = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
-    returns: list[tuple[int, int, float]] = []
-    lengths: list[int] = []
-    for _ in range(max_steps):
-        with torch.inference_mode():
-            actions = policy(observations)
-        observations, rewards, terminated, truncated, _ = env.step(actions)
-        running += rewards.to(torch.float64)
-        steps += 1
-        done = terminated | truncated
-        if bool(done.any()):
-            for index in done.nonzero().flatten().tolist():
-                if finished[index] < episode_cap:
-                    returns.append((int(finished[index]), index, float(running[index])))
-                    lengths.append(int(steps[index]))
-                finished[index] += 1
-            running[done] = 0.0
-            steps[done] = 0
-            if progress is not None:
-                progress.update(env.env_steps, sum(r for _, _, r in returns) / len(returns))
-            if bool((finished >= episode_cap).all()):
-                break
-    return returns, lengths
-
-
 def _jsonable(result: Any) -> dict[str, Any]:
     return {
         key: str(value) if isinstance(value, Path) else value
@@ -724,4 +788,15 @@ def _jsonable(result: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["PlayRequest", "PlayResult", "TrainRequest", "TrainResult", "UserError", "play", "train"]
+__all__ = [
+    "AgentRequest",
+    "PlayRequest",
+    "PlayResult",
+    "TrainRequest",
+    "TrainResult",
+    "UserError",
+    "play",
+    "random_agent",
+    "train",
+    "zero_agent",
+]

@@ -25,6 +25,7 @@ examples:
   rlrun train --task rlrun/CartPoleContinuous-v1
   rlrun train --task rlrun/Pendulum-v1 --library rsl_rl --num_envs 256 agent.algorithm.learning_rate=3e-4
   rlrun play --task rlrun/CartPoleContinuous-v1 --checkpoint latest --num_episodes 20
+  rlrun random --task HalfCheetah-v5 --num_episodes 4
   rlrun list
 """
 
@@ -43,17 +44,31 @@ class _Parser(argparse.ArgumentParser):
         raise InvalidArgument(f"{self.prog}: {message} (see '{self.prog} --help').")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _task_flags(parser: argparse.ArgumentParser, num_envs_default: int | None = None) -> None:
+    """Flags of every command that runs a task."""
     parser.add_argument("--task", required=True, help="task id: rlrun/CartPole-v1, Pendulum-v1, ... (rlrun list)")
+    parser.add_argument("--num_envs", type=int, default=num_envs_default, help="number of parallel environments")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
+    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    parser.add_argument("--log_root", default="logs", help="root of the run directories (default: logs)")
+    parser.add_argument("--video", action="store_true", help="record videos (not available yet)")
+    parser.add_argument("--video_length", type=int, default=200, help="video length in steps")
+    parser.add_argument(
+        "--vectorization", default="sync", help="sync or async sub-envs for Gymnasium (non-native) tasks"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--check_leaks", action="store_true", default=None, help="fail if the call leaves any global changed"
+    )
+
+
+def _library_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags of the commands that drive an RL library."""
     parser.add_argument(
         "--library", "--rl_library", dest="library", default=None, help="RL library (default: the task's own)"
     )
     parser.add_argument("--algorithm", default=None, help="the library's algorithm, e.g. ppo or sac (rlrun list)")
     parser.add_argument("--ml_framework", default=None, help="torch or jax, for libraries that run on both")
-    parser.add_argument("--num_envs", type=int, default=None, help="number of parallel environments")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
-    parser.add_argument("--log_root", default="logs", help="root of the run directories (default: logs)")
     parser.add_argument(
         "--experiment_name",
         "--experiment",
@@ -62,16 +77,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="folder under <log_root>/<library>",
     )
     parser.add_argument("--load_run", default=None, help="run directory name (or regex) to take the checkpoint from")
-    parser.add_argument("--video", action="store_true", help="record videos (not available yet)")
-    parser.add_argument("--video_length", type=int, default=200, help="video length in steps")
-    parser.add_argument(
-        "--vectorization", default="sync", help="sync or async sub-envs for Gymnasium (non-native) tasks"
-    )
     parser.add_argument("--verbose", action="store_true", help="show the library's own console output")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument(
-        "--check_leaks", action="store_true", default=None, help="fail if the call leaves any global changed"
-    )
 
 
 OVERRIDES_HELP = "trailing agent.KEY=VALUE and env.KEY=VALUE words override the configuration"
@@ -85,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{train,play,list}", parser_class=_Parser)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="{train,play,zero,random,list}", parser_class=_Parser
+    )
 
     train = commands.add_parser(
         "train",
@@ -94,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(train)
+    _task_flags(train)
+    _library_flags(train)
     train.add_argument("--max_iterations", type=int, default=None, help="training iterations (library units)")
     train.add_argument("--checkpoint", default=None, help="with --resume: latest, best or a path")
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint / --load_run")
@@ -108,11 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(play)
+    _task_flags(play)
+    _library_flags(play)
     play.add_argument("--checkpoint", default="latest", help="latest (default), best, a path, or a file in --load_run")
     play.add_argument("--num_episodes", type=int, default=10, help="episodes to play (default 10)")
     play.add_argument("--max_steps", type=int, default=None, help="stop after this many vector steps")
     play.add_argument("--stochastic", action="store_true", help="sample actions instead of taking the mean")
+
+    for kind, what in (("zero", "the zero action"), ("random", "uniformly random actions")):
+        agent = commands.add_parser(
+            kind,
+            help=f"run a task with {what}, no library",
+            description=f"Run a task with {what} and report episode returns (a smoke test of the task); "
+            "trailing env.KEY=VALUE words override the task's configuration.",
+        )
+        _task_flags(agent, num_envs_default=4)
+        agent.add_argument("--num_episodes", type=int, default=None, help="episodes to run (default 10)")
+        agent.add_argument("--max_steps", type=int, default=None, help="vector steps to run at most")
 
     listing = commands.add_parser("list", help="list tasks and libraries")
     listing.add_argument("what", nargs="?", choices=("tasks", "libraries", "all"), default="all")
@@ -174,23 +195,30 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     from rlrun import api, progress
 
     display = None if args.json else progress.for_stream(sys.stderr)
-    common = dict(
+    task = dict(
         task=args.task,
-        library=args.library,
-        algorithm=args.algorithm,
-        ml_framework=args.ml_framework,
         num_envs=args.num_envs,
         seed=args.seed,
         device=args.device,
-        load_run=args.load_run,
         overrides=tuple(args.overrides),
         log_root=args.log_root,
-        experiment=args.experiment,
         video=args.video,
         video_length=args.video_length,
         vectorization=args.vectorization,
-        verbose=args.verbose,
         argv=("rlrun", *arguments),
+    )
+    if args.command in api.AGENTS:
+        request = api.AgentRequest(**task, num_episodes=args.num_episodes, max_steps=args.max_steps)
+        print(_render(api.agent_in(call, request, args.command, display), args.json))
+        return 0
+    common = dict(
+        **task,
+        library=args.library,
+        algorithm=args.algorithm,
+        ml_framework=args.ml_framework,
+        load_run=args.load_run,
+        experiment=args.experiment,
+        verbose=args.verbose,
     )
     if args.command == "train":
         request = api.TrainRequest(
@@ -211,8 +239,12 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
             deterministic=not args.stochastic,
         )
         result = api.play_in(call, request, display)
-    print(_as_json(result) if args.json else _summary(result))
+    print(_render(result, args.json))
     return 0
+
+
+def _render(result: Any, as_json: bool) -> str:
+    return _as_json(result) if as_json else _summary(result)
 
 
 def _summary(result: Any) -> str:
@@ -232,10 +264,15 @@ def _summary(result: Any) -> str:
             f"{result.env_steps:,} env steps in {result.wall_time_s:.1f} s ({result.steps_per_s:,.0f} steps/s), "
             f"{returns}\nrun: {_relative(result.run_dir)}\ncheckpoint: {_relative(result.checkpoint)}"
         )
-    return (
+    played = (
         f"played {len(result.returns)} episodes of {result.task} with {result.library}: "
-        f"mean return {number(result.mean_return)} ± {number(result.std_return)}, "
-        f"mean length {number(result.mean_length)}\ncheckpoint: {_relative(result.checkpoint)}"
+        if result.checkpoint is not None
+        else f"ran {len(result.returns)} episodes of {result.task} with the {result.library} agent: "
+    )
+    return (
+        f"{played}mean return {number(result.mean_return)} ± {number(result.std_return)}, "
+        f"mean length {number(result.mean_length)}"
+        + (f"\ncheckpoint: {_relative(result.checkpoint)}" if result.checkpoint is not None else "")
     )
 
 
