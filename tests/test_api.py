@@ -23,6 +23,7 @@ import torch
 import rlrun
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import census
+from rlrun.libraries import get_library, load_adapter
 from support import CONTRACT_CASES, FAILURE_MESSAGE, MEDDLING_TASK, SMALL_RSL_RL, EnvironmentExploded
 
 OUTCOMES = {
@@ -88,7 +89,7 @@ def case(request, tmp_path_factory):
 
 
 def call(kind, case, log_root, overrides=()):
-    arguments, _, trained_root = case
+    arguments, fail_at, trained_root = case
     if kind == "train":
         meddling = (*arguments["overrides"], "env.meddle_at=3", *overrides)
         return rlrun.train(
@@ -96,6 +97,18 @@ def call(kind, case, log_root, overrides=()):
                 task=MEDDLING_TASK, seed=0, log_root=str(log_root), **{**arguments, "overrides": meddling}
             )
         )
+    if kind == "export":
+        if not hasattr(load_adapter(get_library(arguments["library"])), "export_policy"):
+            pytest.skip(f"rlrun cannot export {arguments['library']} policies yet")
+        request = rlrun.ExportRequest(
+            task=MEDDLING_TASK,
+            library=arguments["library"],
+            num_envs=2,
+            validation_steps=fail_at + 4,
+            log_root=str(trained_root),
+            overrides=("env.meddle_at=3", *overrides),
+        )
+        return rlrun.export(request)
     request = rlrun.PlayRequest(
         task=MEDDLING_TASK,
         library=arguments["library"],
@@ -120,7 +133,7 @@ def assert_caller_globals_intact(before, argv, filters):
 
 
 @pytest.mark.usefixtures("caller_globals")
-@pytest.mark.parametrize("kind", ["train", "play"])
+@pytest.mark.parametrize("kind", ["train", "play", "export"])
 @pytest.mark.parametrize("outcome", list(OUTCOMES))
 def test_call_leaves_every_global_as_the_caller_set_it(kind, outcome, case, log_root):
     failure = OUTCOMES[outcome]

@@ -19,6 +19,9 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "TrainRequest": "rlrun.api",
     "AgentRequest": "rlrun.api",
+    "ExportRequest": "rlrun.api",
+    "ExportResult": "rlrun.api",
+    "export": "rlrun.api",
     "zero_agent": "rlrun.api",
     "random_agent": "rlrun.api",
     "PlayRequest": "rlrun.api",
@@ -34,10 +37,13 @@ if TYPE_CHECKING:
     from rlrun import errors
     from rlrun.api import (
         AgentRequest,
+        ExportRequest,
+        ExportResult,
         PlayRequest,
         PlayResult,
         TrainRequest,
         TrainResult,
+        export,
         play,
         random_agent,
         train,
@@ -47,11 +53,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentRequest",
+    "ExportRequest",
+    "ExportResult",
     "PlayRequest",
     "PlayResult",
     "TrainRequest",
     "TrainResult",
     "errors",
+    "export",
     "main",
     "play",
     "random_agent",

@@ -119,6 +119,32 @@ class PlayRequest:
 
 
 @dataclass(frozen=True)
+class ExportRequest:
+    """What to export: a trained checkpoint's deterministic policy, observation normalisation included."""
+
+    task: str
+    library: str | None = None
+    algorithm: str | None = None
+    ml_framework: str | None = None
+    checkpoint: str = "latest"
+    load_run: str | None = None
+    format: str = "both"
+    """`onnx`, `torchscript` or `both`."""
+    overrides: tuple[str, ...] = ()
+    log_root: str = "logs"
+    experiment: str | None = None
+    seed: int | None = None
+    validation_steps: int = 16
+    """Steps of the task (8 envs) whose observations check each exported file against the live policy."""
+    verbose: bool = False
+    argv: tuple[str, ...] | None = None
+    num_envs: int | None = None
+    device: str | None = "cpu"
+    vectorization: str = "sync"
+    video: bool = False
+
+
+@dataclass(frozen=True)
 class AgentRequest:
     """Run a task with zero or random actions, no library involved: a smoke test of the task itself."""
 
@@ -160,6 +186,18 @@ class TrainResult:
 
 
 @dataclass(frozen=True)
+class ExportResult:
+    """The exported files and how closely they reproduce the live policy."""
+
+    task: str
+    library: str
+    checkpoint: Path
+    files: tuple[Path, ...]
+    max_abs_error: dict[str, float]
+    """Per file name: the largest difference from the live policy's actions on the validation observations."""
+
+
+@dataclass(frozen=True)
 class PlayResult:
     """Episode returns and lengths of a trained policy."""
 
@@ -178,6 +216,12 @@ class PlayResult:
 
 
 # --- public calls -------------------------------------------------------------------------------------------
+
+
+def export(request: ExportRequest, *, check_leaks: bool | None = None) -> ExportResult:
+    """Export a trained policy to `exported/policy.onnx` and `exported/policy.pt` in its run directory."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.export") as call:
+        return export_in(call, request)
 
 
 def zero_agent(
@@ -243,7 +287,7 @@ def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = Non
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
 
 
-def _check_common(request: TrainRequest | PlayRequest | AgentRequest) -> None:
+def _check_common(request: TrainRequest | PlayRequest | AgentRequest | ExportRequest) -> None:
     if not isinstance(request.task, str) or not request.task:
         raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
     _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
@@ -689,6 +733,139 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
             _collect_garbage()
 
 
+EXPORT_FORMATS = {"onnx": "policy.onnx", "torchscript": "policy.pt"}
+EXPORT_IMPORTS = ("torch.onnx", "onnx", "onnxscript", "torch.jit")
+
+
+def _plan_export(call: Call, request: ExportRequest) -> tuple[_Plan, list[str]]:
+    formats = list(EXPORT_FORMATS) if request.format == "both" else [request.format]
+    if request.format != "both" and request.format not in EXPORT_FORMATS:
+        choices = ", ".join([*EXPORT_FORMATS, "both"])
+        raise InvalidArgument(f"--format {request.format!r} is not one of {choices}.")
+    _check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
+    plan = _plan(call, request)  # type: ignore[arg-type]
+    _resolve_checkpoint(plan, request, request.checkpoint)  # type: ignore[arg-type]
+    _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})  # type: ignore[arg-type]
+    if not hasattr(plan.adapter, "export_policy"):
+        raise InvalidArgument(f"rlrun cannot export {plan.library.name} policies yet.")  # type: ignore[union-attr]
+    call.import_modules(EXPORT_IMPORTS[: 3 if "onnx" in formats else 0] + ("onnxruntime",) * _has("onnxruntime"))
+    _configs(plan, request.overrides)
+    plan.num_envs = request.num_envs or 8
+    plan.seed = _resolve_seed(request.seed, plan.agent_config.get("seed"))
+    return plan, formats
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def export_in(call: Call, request: ExportRequest) -> ExportResult:
+    """`export` within an already open hermetic call."""
+    plan, formats = _plan_export(call, request)
+    with call.guarded(), fresh_torch_state():
+        import torch
+
+        _seed_everything(plan.seed)
+        env = _make_env(plan, request.vectorization)
+        try:
+            from rlrun.libraries.base import PlayJob
+
+            job = PlayJob(
+                env=env,
+                config=plan.adapter.run_config(plan.agent_config),  # type: ignore[union-attr]
+                checkpoint=plan.checkpoint,  # type: ignore[arg-type]
+                device=plan.device,
+                deterministic=True,
+                algorithm=plan.algorithm,
+                ml_framework=plan.ml_framework,
+            )
+            sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
+            with sink:
+                module = plan.adapter.export_policy(job).eval()  # type: ignore[union-attr]
+            observations = _validation_observations(env, module, request.validation_steps, plan.seed)
+            with torch.inference_mode():
+                expected = module(observations)
+            directory = (plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent) / "exported"  # type: ignore[union-attr]
+            directory.mkdir(parents=True, exist_ok=True)
+            files, errors = [], {}
+            for name in formats:
+                path = directory / EXPORT_FORMATS[name]
+                runs.atomic_save(
+                    path, lambda temporary, name=name: _write_export(name, module, observations, temporary)
+                )
+                files.append(path)
+                exported = _run_export(name, path, observations)
+                if exported is not None:
+                    errors[path.name] = float((exported - expected.to(exported.dtype)).abs().max())
+            return ExportResult(
+                task=plan.task,
+                library=plan.library.name,  # type: ignore[union-attr]
+                checkpoint=plan.checkpoint,  # type: ignore[arg-type]
+                files=tuple(files),
+                max_abs_error=errors,
+            )
+        finally:
+            env.close()
+            _collect_garbage()
+
+
+def _validation_observations(env: Any, module: Any, steps: int, seed: int) -> Any:
+    """Observations the policy really meets: a short deterministic rollout of the policy itself."""
+    import torch
+
+    observations, _ = env.reset(seed=seed)
+    seen = []
+    low = high = None
+    space = env.single_action_space
+    if hasattr(space, "low"):
+        low = torch.as_tensor(space.low, dtype=torch.float32, device=env.device)
+        high = torch.as_tensor(space.high, dtype=torch.float32, device=env.device)
+    for _ in range(steps):
+        seen.append(observations.to("cpu", torch.float32))
+        with torch.inference_mode():
+            actions = module(observations.to("cpu", torch.float32)).to(env.device)
+        if low is not None:
+            actions = torch.clamp(actions, low, high)
+        observations, *_ = env.step(actions)
+    return torch.cat(seen)
+
+
+def _write_export(name: str, module: Any, observations: Any, path: str) -> None:
+    import torch
+
+    example = observations[:1]
+    if name == "torchscript":
+        torch.jit.trace(module, example).save(path)
+    else:
+        torch.onnx.export(
+            module,
+            (example,),
+            path,
+            input_names=["obs"],
+            output_names=["actions"],
+            dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
+            opset_version=18,
+            dynamo=False,
+        )
+
+
+def _run_export(name: str, path: Path, observations: Any) -> Any:
+    """The exported file's actions on `observations` (None when onnxruntime is not installed)."""
+    import torch
+
+    if name == "torchscript":
+        with torch.inference_mode():
+            return torch.jit.load(str(path))(observations)
+    if not _has("onnxruntime"):
+        return None
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return torch.from_numpy(session.run(None, {"obs": observations.numpy()})[0])
+
+
 AGENTS = ("zero", "random")
 
 
@@ -790,11 +967,14 @@ def _jsonable(result: Any) -> dict[str, Any]:
 
 __all__ = [
     "AgentRequest",
+    "ExportRequest",
+    "ExportResult",
     "PlayRequest",
     "PlayResult",
     "TrainRequest",
     "TrainResult",
     "UserError",
+    "export",
     "play",
     "random_agent",
     "train",

@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{train,play,zero,random,list}", parser_class=_Parser
+        dest="command", required=True, metavar="{train,play,export,zero,random,list}", parser_class=_Parser
     )
 
     train = commands.add_parser(
@@ -123,6 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--num_episodes", type=int, default=10, help="episodes to play (default 10)")
     play.add_argument("--max_steps", type=int, default=None, help="stop after this many vector steps")
     play.add_argument("--stochastic", action="store_true", help="sample actions instead of taking the mean")
+
+    export = commands.add_parser(
+        "export",
+        help="export a trained policy to ONNX and TorchScript",
+        description="Write the deterministic policy of a checkpoint (observation normalisation included) to "
+        "exported/policy.onnx and exported/policy.pt in its run directory, and check both against the live policy.",
+    )
+    _task_flags(export, num_envs_default=8)
+    _library_flags(export)
+    export.add_argument(
+        "--checkpoint", default="latest", help="latest (default), best, a path, or a file in --load_run"
+    )
+    export.add_argument("--format", default="both", help="onnx, torchscript or both (default)")
+    export.add_argument("--validation_steps", type=int, default=16, help="steps of observations to check the files on")
 
     for kind, what in (("zero", "the zero action"), ("random", "uniformly random actions")):
         agent = commands.add_parser(
@@ -220,6 +234,15 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
         experiment=args.experiment,
         verbose=args.verbose,
     )
+    if args.command == "export":
+        request = api.ExportRequest(
+            **{key: value for key, value in common.items() if key not in ("video_length",)},
+            checkpoint=args.checkpoint,
+            format=args.format,
+            validation_steps=args.validation_steps,
+        )
+        print(_render(api.export_in(call, request), args.json))
+        return 0
     if args.command == "train":
         request = api.TrainRequest(
             **common,
@@ -248,7 +271,7 @@ def _render(result: Any, as_json: bool) -> str:
 
 
 def _summary(result: Any) -> str:
-    from rlrun.api import TrainResult
+    from rlrun.api import ExportResult, TrainResult
 
     def number(value: float | None, digits: int = 1) -> str:
         return "-" if value is None else f"{value:.{digits}f}"
@@ -264,6 +287,13 @@ def _summary(result: Any) -> str:
             f"{result.env_steps:,} env steps in {result.wall_time_s:.1f} s ({result.steps_per_s:,.0f} steps/s), "
             f"{returns}\nrun: {_relative(result.run_dir)}\ncheckpoint: {_relative(result.checkpoint)}"
         )
+    if isinstance(result, ExportResult):
+        lines = [f"exported the {result.library} policy of {_relative(result.checkpoint)}:"]
+        for path in result.files:
+            error = result.max_abs_error.get(path.name)
+            check = "not checked (install onnxruntime)" if error is None else f"max abs difference {error:.2e}"
+            lines.append(f"  {_relative(path)}  ({check} from the live policy)")
+        return "\n".join(lines)
     played = (
         f"played {len(result.returns)} episodes of {result.task} with {result.library}: "
         if result.checkpoint is not None

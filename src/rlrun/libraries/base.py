@@ -18,6 +18,10 @@ An adapter module (`rlrun.libraries.<name>`) defines:
         Train on `job.env` with the library's own runner; write checkpoints through `job.save_checkpoint`.
     def load_policy(job: PlayJob) -> Policy
         Rebuild the agent from a checkpoint and return its policy.
+    def export_policy(job: PlayJob) -> torch.nn.Module        (PyTorch libraries)
+        The deterministic policy as a plain module on the CPU, observations in, actions out (before
+        clipping to the action space), observation normalisation included; rlrun traces it to TorchScript
+        and ONNX.
 
 Adapters never import rlrun's API or CLI, never create directories outside `job.run_dir`, and close
 every writer or runner they create in `finally`; the environment is rlrun's to close.

@@ -135,6 +135,13 @@ def train(job: TrainJob) -> TrainOutcome:
     return TrainOutcome(iterations=runner.current_learning_iteration + 1, checkpoint=saved[-1] if saved else None)
 
 
+def export_policy(job: PlayJob) -> Any:
+    """The deterministic actor as a plain module on the CPU: observation normaliser, MLP, mean action."""
+    runner = _runner(job.env, job.config, None, "cpu", None)
+    runner.load(str(job.checkpoint), map_location="cpu")
+    return runner.alg.get_policy().as_jit().to("cpu")
+
+
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the runner without a log directory, load the checkpoint and return its actor."""
     import torch
