@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from rlrun import configs, rollout, runs
-from rlrun.errors import InvalidArgument, UnsupportedTask, UserError, did_you_mean
+from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
 from rlrun.hermetic import Call, fresh_torch_state, hermetic_call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
 from rlrun.progress import Progress
@@ -34,6 +34,13 @@ from rlrun.progress import Progress
 CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
 imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's."""
+VIDEO_IMPORTS = (
+    "pygame",
+    "moviepy",
+    "moviepy.video.io.ImageSequenceClip",
+    "imageio_ffmpeg",
+    "gymnasium.wrappers.vector",
+)
 
 MAX_NUM_ENVS = 1 << 20
 MAX_SEED = 2**32 - 1
@@ -75,7 +82,11 @@ class TrainRequest:
     run_name: str | None = None
     """Suffix of the run directory name."""
     video: bool = False
+    """Record clips of the first environment into `<run_dir>/videos/train/` (mp4)."""
     video_length: int = 200
+    """Steps per clip."""
+    video_interval: int = 2000
+    """Vector steps between the starts of two clips."""
     deterministic: bool = False
     """Ask torch for deterministic algorithms (slower; CUDA needs it to be reproducible)."""
     vectorization: str = "sync"
@@ -112,6 +123,7 @@ class PlayRequest:
     max_steps: int | None = None
     """Stop after this many vector steps even if fewer episodes finished (None: 100 episode lengths)."""
     video: bool = False
+    """Record the first `video_length` steps of the first environment into the run's `videos/play/` (mp4)."""
     video_length: int = 200
     vectorization: str = "sync"
     verbose: bool = False
@@ -183,6 +195,7 @@ class TrainResult:
     """Mean return of the last 100 finished training episodes."""
     steps_per_s: float
     wall_time_s: float
+    videos: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -213,6 +226,7 @@ class PlayResult:
     mean_length: float | None
     env_steps: int
     steps_per_s: float
+    videos: tuple[Path, ...] = ()
 
 
 # --- public calls -------------------------------------------------------------------------------------------
@@ -298,8 +312,13 @@ def _check_common(request: TrainRequest | PlayRequest | AgentRequest | ExportReq
             f"--vectorization {request.vectorization!r} is not one of {', '.join(VECTORIZATION_MODES)}."
             f"{did_you_mean(request.vectorization, VECTORIZATION_MODES)}"
         )
-    if request.video:
-        raise InvalidArgument("--video is not available in this version of rlrun yet; drop --video.")
+    if getattr(request, "video", False):
+        _check_int(request.video_length, "the video length", minimum=1, flag="--video_length")
+        _check_int(getattr(request, "video_interval", 1), "the video interval", minimum=1, flag="--video_interval")
+        if not _has("moviepy"):
+            raise MissingDependency(
+                "recording videos needs moviepy, which is not installed: pip install 'rlrun[video]'"
+            )
     if isinstance(request.overrides, str):
         raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
     if getattr(request, "experiment", None) is not None:
@@ -406,10 +425,16 @@ def _check_algorithm(library: Library, adapter: ModuleType, algorithm: str) -> s
     return name
 
 
+def _import_core(call: Call, request: TrainRequest | PlayRequest | AgentRequest | ExportRequest) -> None:
+    call.import_modules(CORE_IMPORTS)
+    if getattr(request, "video", False):
+        call.import_modules([name for name in VIDEO_IMPORTS if _has(name.partition(".")[0])])
+
+
 def _plan(call: Call, request: TrainRequest | PlayRequest) -> _Plan:
     """What train and play validate alike: numbers, task, library, device, seed, log root."""
     _check_common(request)
-    call.import_modules(CORE_IMPORTS)
+    _import_core(call, request)
     from rlrun.envs import resolve_task
 
     task = resolve_task(request.task)
@@ -516,11 +541,17 @@ def _determinism(enabled: bool, device: str) -> Iterator[None]:
     yield
 
 
-def _make_env(plan: _Plan, vectorization: str, on_step: Any = None) -> Any:
-    from rlrun.envs import EpisodeStatistics, make_env
+def _make_env(plan: _Plan, vectorization: str, render: bool = False) -> Any:
+    """Build the task's torch vector env and check the library's algorithm can act in it."""
+    from rlrun.envs import make_env
 
     env = make_env(
-        plan.task, plan.num_envs, device=plan.device, vectorization=vectorization, env_kwargs=plan.env_config
+        plan.task,
+        plan.num_envs,
+        device=plan.device,
+        vectorization=vectorization,
+        env_kwargs=plan.env_config,
+        render_mode="rgb_array" if render else None,
     )
     try:
         space = type(env.single_action_space).__name__
@@ -533,10 +564,53 @@ def _make_env(plan: _Plan, vectorization: str, on_step: Any = None) -> Any:
                 f"{plan.library.name} {plan.algorithm} cannot act in {plan.task}'s {space} action space "
                 f"(it supports {', '.join(supported)})" + (f"; use {' or '.join(ways)}." if ways else ".")
             )
-        return EpisodeStatistics(env, on_step=on_step)
+        if render and env.render_mode != "rgb_array":
+            raise UnsupportedTask(
+                f"{plan.task} does not render rgb_array images, so it cannot be recorded; drop --video."
+            )
+        return env
     except BaseException:
         env.close()
         raise
+
+
+@dataclass(frozen=True)
+class _Video:
+    """Where and what to record: clips of `length` steps every `interval` steps (None: one clip, at the start)."""
+
+    folder: Path
+    length: int
+    interval: int | None
+    prefix: str
+
+    def files(self) -> tuple[Path, ...]:
+        """The clips recorded, oldest first."""
+        return tuple(sorted(self.folder.glob(f"{self.prefix}*.mp4"), key=lambda path: path.stat().st_mtime_ns))
+
+
+def _instrument(env: Any, video: _Video | None, on_step: Any = None) -> Any:
+    """Wrap a checked env with Gymnasium's video recorder (first env only) and rlrun's episode statistics."""
+    from rlrun.envs import EpisodeStatistics
+
+    if video is not None:
+        import warnings
+
+        from gymnasium.wrappers.vector import RecordVideo
+
+        interval = video.interval
+        with warnings.catch_warnings():
+            # Expected here: SAME_STEP autoreset drops each episode's last frame; the folder may hold other clips.
+            warnings.filterwarnings("ignore", message=".*(same-step|Overwriting existing videos)")
+            env = RecordVideo(
+                env,
+                video_folder=str(video.folder),
+                record_first_only=True,
+                step_trigger=(lambda step: step % interval == 0) if interval else (lambda step: step == 0),
+                video_length=video.length,
+                name_prefix=video.prefix,
+                gc_trigger=None,
+            )
+    return EpisodeStatistics(env, on_step=on_step)
 
 
 def _versions(library: Library) -> dict[str, str | None]:
@@ -616,11 +690,17 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
     with call.guarded(), fresh_torch_state(), _determinism(request.deterministic, plan.device):
         _seed_everything(plan.seed)
         on_step = None if progress is None else (lambda stats: progress.update(stats.env_steps, stats.mean_return()))
-        env = _make_env(plan, request.vectorization, on_step)
+        env = _make_env(plan, request.vectorization, render=request.video)
         record: _RunRecord | None = None
+        video: _Video | None = None
         started = time.perf_counter()
         try:
             record = _RunRecord(plan, request)
+            if request.video:
+                video = _Video(
+                    record.dir / "videos" / "train", request.video_length, request.video_interval, "rl-video"
+                )
+            env = _instrument(env, video, on_step)
             if progress is not None:
                 progress.start(
                     f"train {plan.library.name} {plan.task}",
@@ -663,6 +743,7 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
             with _console(record.dir, request.verbose):
                 outcome = plan.adapter.train(job)
             wall = time.perf_counter() - started
+            env.close()  # writes the last video clip
             result = TrainResult(
                 task=plan.task,
                 library=plan.library.name,
@@ -676,6 +757,7 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
                 mean_return=env.mean_return(),
                 steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
                 wall_time_s=wall,
+                videos=video.files() if video else (),
             )
             record.finish("completed", result=_jsonable(result))
             return result
@@ -699,7 +781,7 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
     plan = _plan_play(call, request)
     with call.guarded(), fresh_torch_state():
         _seed_everything(plan.seed)
-        env = _make_env(plan, request.vectorization)
+        env = _make_env(plan, request.vectorization, render=request.video)
         try:
             from rlrun.libraries.base import PlayJob
 
@@ -715,6 +797,13 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
             sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
             with sink:
                 policy = plan.adapter.load_policy(job)
+            video = None
+            if request.video:
+                home = plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent  # type: ignore[union-attr]
+                video = _Video(
+                    home / "videos" / "play", request.video_length, None, _video_prefix(plan.checkpoint.stem)
+                )  # type: ignore[union-attr]
+            env = _instrument(env, video)
             if progress is not None:
                 progress.start(f"play {plan.library.name} {plan.task}", None, None)
             episodes = rollout.evaluate(
@@ -725,7 +814,8 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
                 seed=plan.seed,
                 progress=progress,
             )
-            return _play_result(plan, plan.library.name, episodes)
+            env.close()  # writes the video
+            return _play_result(plan, plan.library.name, episodes, video)
         finally:
             if progress is not None:
                 progress.stop()
@@ -873,7 +963,7 @@ def _plan_agent(call: Call, request: AgentRequest) -> _Plan:
     _check_common(request)
     _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
-    call.import_modules(CORE_IMPORTS)
+    _import_core(call, request)
     from rlrun.envs import env_config, resolve_task
 
     task = resolve_task(request.task)
@@ -900,8 +990,13 @@ def agent_in(call: Call, request: AgentRequest, kind: str, progress: Progress | 
     plan = _plan_agent(call, request)
     with call.guarded(), fresh_torch_state():
         _seed_everything(plan.seed)
-        env = _make_env(plan, request.vectorization)
+        env = _make_env(plan, request.vectorization, render=request.video)
         try:
+            video = None
+            if request.video:
+                folder = plan.log_root / f"{kind}_agent" / plan.experiment / "videos"
+                video = _Video(folder, request.video_length, None, _video_prefix(kind))
+            env = _instrument(env, video)
             policy = rollout.zero_policy(env) if kind == "zero" else rollout.random_policy(env, plan.seed)
             if progress is not None:
                 progress.start(
@@ -916,7 +1011,8 @@ def agent_in(call: Call, request: AgentRequest, kind: str, progress: Progress | 
                 seed=plan.seed,
                 progress=progress,
             )
-            return _play_result(plan, kind, episodes)
+            env.close()  # writes the video
+            return _play_result(plan, kind, episodes, video)
         finally:
             if progress is not None:
                 progress.stop()
@@ -929,7 +1025,14 @@ def _default_max_steps(plan: _Plan) -> int:
     return 100 * int(plan.env_config.get("max_episode_steps") or 1000)
 
 
-def _play_result(plan: _Plan, library: str, episodes: rollout.Episodes) -> PlayResult:
+def _video_prefix(name: str) -> str:
+    """A clip name that no earlier clip in the same folder has: `<name>-<YYYY-MM-DD_HH-MM-SS-ffffff>`."""
+    import datetime
+
+    return f"{name}-{datetime.datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}"
+
+
+def _play_result(plan: _Plan, library: str, episodes: rollout.Episodes, video: _Video | None = None) -> PlayResult:
     return PlayResult(
         task=plan.task,
         library=library,
@@ -942,6 +1045,7 @@ def _play_result(plan: _Plan, library: str, episodes: rollout.Episodes) -> PlayR
         mean_length=episodes.mean_length,
         env_steps=episodes.env_steps,
         steps_per_s=episodes.env_steps / max(episodes.wall_time_s, 1e-9),
+        videos=video.files() if video else (),
     )
 
 

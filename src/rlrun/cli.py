@@ -51,8 +51,8 @@ def _task_flags(parser: argparse.ArgumentParser, num_envs_default: int | None = 
     parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
     parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
     parser.add_argument("--log_root", default="logs", help="root of the run directories (default: logs)")
-    parser.add_argument("--video", action="store_true", help="record videos (not available yet)")
-    parser.add_argument("--video_length", type=int, default=200, help="video length in steps")
+    parser.add_argument("--video", action="store_true", help="record mp4 clips of the first environment")
+    parser.add_argument("--video_length", type=int, default=200, help="clip length in steps (default 200)")
     parser.add_argument(
         "--vectorization", default="sync", help="sync or async sub-envs for Gymnasium (non-native) tasks"
     )
@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint / --load_run")
     train.add_argument("--run_name", default=None, help="suffix of the run directory name")
     train.add_argument("--deterministic", action="store_true", help="use deterministic torch algorithms")
+    train.add_argument("--video_interval", type=int, default=2000, help="steps between two clips (default 2000)")
 
     play = commands.add_parser(
         "play",
@@ -251,6 +252,7 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
             resume=args.resume,
             run_name=args.run_name,
             deterministic=args.deterministic,
+            video_interval=args.video_interval,
         )
         result: Any = api.train_in(call, request, display)
     else:

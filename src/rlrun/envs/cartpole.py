@@ -15,9 +15,11 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.envs.classic_control import utils
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from rlrun.envs.rendering import GymnasiumPainter, SubEnvFrames
 from rlrun.errors import InvalidArgument
 
 
@@ -29,7 +31,7 @@ class CartPoleVectorEnv(VectorEnv):
     Every step gives reward 1.0, the terminating step included.
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 50, "autoreset_mode": AutoresetMode.SAME_STEP}
 
     state: torch.Tensor
     """Physics state `[num_envs, 4]` float64: cart position and velocity, pole angle and angular velocity."""
@@ -45,10 +47,8 @@ class CartPoleVectorEnv(VectorEnv):
         force_mag: float = 10.0,
         render_mode: str | None = None,
     ):
-        if render_mode is not None:
-            raise InvalidArgument(
-                f"CartPoleVectorEnv does not render (render_mode={render_mode!r}); 'CartPole-v1' does."
-            )
+        if render_mode not in (None, "rgb_array"):
+            raise InvalidArgument(f"{type(self).__name__} renders rgb_array images only, not {render_mode!r}.")
         self.num_envs = num_envs
         self.max_episode_steps = max_episode_steps
         self.device = torch.empty(0, device=device).device  # 'cuda' -> 'cuda:0', as tensors report it
@@ -84,6 +84,7 @@ class CartPoleVectorEnv(VectorEnv):
         self._draw_for_ended_only = self.device.type == "cpu"
         self.state = torch.zeros(num_envs, 4, dtype=torch.float64, device=self.device)
         self.steps = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._painter = GymnasiumPainter(CartPoleEnv)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -134,6 +135,15 @@ class CartPoleVectorEnv(VectorEnv):
         self.state = self._restart(next_state, done)
         self.steps.masked_fill_(done, 0)
         return self.state.to(torch.float32), reward, terminated, truncated, info
+
+    def render(self) -> SubEnvFrames | None:
+        """One rgb_array frame per env (with `render_mode="rgb_array"`), drawn on demand by Gymnasium's CartPoleEnv."""
+        if self.render_mode != "rgb_array":
+            return None
+        return SubEnvFrames(self.num_envs, lambda i: self._painter.draw(state=self.state[i].cpu().numpy()))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._painter.close()
 
     def _force(self, actions: torch.Tensor) -> torch.Tensor:
         """Return the float64 force `[num_envs]` that `actions` push the carts with."""

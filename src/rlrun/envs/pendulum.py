@@ -9,15 +9,18 @@ The dynamics, costs, bounds and reset distribution are those of
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from gymnasium.envs.classic_control import utils
+from gymnasium.envs.classic_control.pendulum import PendulumEnv
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from rlrun.envs.rendering import GymnasiumPainter, SubEnvFrames
 from rlrun.errors import InvalidArgument
 
 DEFAULT_X = math.pi
@@ -35,7 +38,7 @@ class PendulumVectorEnv(VectorEnv):
     Action: torque `[num_envs, 1]`, clipped to [-2, 2]. Reward: -(angle^2 + 0.1 thdot^2 + 0.001 u^2).
     """
 
-    metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.SAME_STEP}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30, "autoreset_mode": AutoresetMode.SAME_STEP}
 
     state: torch.Tensor
     """Physics state `[num_envs, 2]` float64: angle (0 = upright) and angular velocity."""
@@ -50,10 +53,8 @@ class PendulumVectorEnv(VectorEnv):
         g: float = 10.0,
         render_mode: str | None = None,
     ):
-        if render_mode is not None:
-            raise InvalidArgument(
-                f"PendulumVectorEnv does not render (render_mode={render_mode!r}); 'Pendulum-v1' does."
-            )
+        if render_mode not in (None, "rgb_array"):
+            raise InvalidArgument(f"{type(self).__name__} renders rgb_array images only, not {render_mode!r}.")
         self.num_envs = num_envs
         self.max_episode_steps = max_episode_steps
         self.device = torch.empty(0, device=device).device  # 'cuda' -> 'cuda:0', as tensors report it
@@ -79,6 +80,8 @@ class PendulumVectorEnv(VectorEnv):
         self._default_high = torch.tensor([DEFAULT_X, DEFAULT_Y], dtype=torch.float64, device=self.device)
         self.state = torch.zeros(num_envs, 2, dtype=torch.float64, device=self.device)
         self.steps = torch.zeros(num_envs, dtype=torch.int64, device=self.device)
+        self._last_torque: torch.Tensor | None = None
+        self._painter = GymnasiumPainter(partial(PendulumEnv, g=g))
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -102,6 +105,7 @@ class PendulumVectorEnv(VectorEnv):
         # The torque stays float32 where Gymnasium's does (NumPy keeps float32 * Python float in float32).
         u = torch.as_tensor(actions, device=self.device).reshape(self.num_envs).to(torch.float32)
         u = u.clamp(-self.max_torque, self.max_torque)
+        self._last_torque = u  # for rendering, as Gymnasium keeps last_u
         costs = angle_normalize(th) ** 2 + 0.1 * thdot**2 + (0.001 * (u**2)).to(torch.float64)
 
         g, m, l, dt = self.g, self.m, self.l, self.dt  # noqa: E741
@@ -121,6 +125,20 @@ class PendulumVectorEnv(VectorEnv):
         self.state = self._restart(next_state, done)
         self.steps.masked_fill_(done, 0)
         return self._obs(self.state), reward, terminated, truncated, info
+
+    def render(self) -> SubEnvFrames | None:
+        """One rgb_array frame per env (with `render_mode="rgb_array"`), drawn on demand by Gymnasium's PendulumEnv."""
+        if self.render_mode != "rgb_array":
+            return None
+
+        def draw(index: int) -> np.ndarray:
+            torque = None if self._last_torque is None else float(self._last_torque[index])
+            return self._painter.draw(state=self.state[index].cpu().numpy(), last_u=torque)
+
+        return SubEnvFrames(self.num_envs, draw)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self._painter.close()
 
     def _obs(self, state: torch.Tensor) -> torch.Tensor:
         """Return the float32 observations `[n, 3]` = [cos(th), sin(th), thdot] of float64 states `[n, 2]`."""

@@ -39,8 +39,11 @@ class EpisodeStatistics(VectorWrapper):
 
     @property
     def device(self) -> torch.device:
-        """The device of the wrapped env's tensors."""
-        return self.env.device
+        """The device of the wrapped env's tensors (found through Gymnasium wrappers, which do not forward it)."""
+        env = self.env
+        while not hasattr(env, "device") and hasattr(env, "env"):
+            env = env.env
+        return env.device
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -81,13 +81,14 @@ def make_env(
     device: str | torch.device = "cpu",
     vectorization: str = "sync",
     env_kwargs: Mapping[str, Any] | None = None,
+    render_mode: str | None = None,
 ) -> VectorEnv:
     """Build `num_envs` copies of `task` as a torch vector env on `device` (not reset yet).
 
     Native tasks are built by their own batched class (`vectorization` does not apply to them). Any
     other registered Gymnasium id is vectorized by Gymnasium (`vectorization` "sync" or "async") and
     wrapped in `GymnasiumTorchVectorEnv`. `env_kwargs` go to the env's constructor and may include
-    `max_episode_steps`.
+    `max_episode_steps`. With `render_mode="rgb_array"`, `render()` returns one image per sub-env.
     """
     spec = _find_spec(task)
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
@@ -95,6 +96,8 @@ def make_env(
     if vectorization not in VECTORIZATION_MODES:
         raise InvalidArgument(f"vectorization must be one of {', '.join(VECTORIZATION_MODES)}, got {vectorization!r}.")
     env_kwargs = dict(env_kwargs or {})
+    if render_mode is not None:
+        env_kwargs["render_mode"] = render_mode
     if task in NATIVE_TASKS:
         return gymnasium.make_vec(
             spec.id, num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs
