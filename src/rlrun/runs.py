@@ -32,6 +32,7 @@ MANIFEST = "run.json"
 MANIFEST_VERSION = 1
 TIMESTAMP_FORMAT = "%Y-%m-%d_%H-%M-%S"
 SELECTORS = ("latest", "best")
+TEMPORARY_SUFFIX = ".rlrun-tmp"
 STATUSES = ("running", "completed", "failed", "interrupted")
 
 
@@ -45,7 +46,10 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     On any exception (KeyboardInterrupt included) the temporary file is removed and `path` is untouched.
     """
     target = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    sweep_temporaries(target.parent)
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+    )
     os.close(handle)
     try:
         yield Path(temporary)
@@ -56,6 +60,34 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         Path(temporary).unlink(missing_ok=True)
         raise
     _fsync_directory(target.parent)
+
+
+def sweep_temporaries(directory: Path) -> list[Path]:
+    """Delete temporary files that a writer killed mid-write (SIGKILL, power loss) left in `directory`.
+
+    A temporary file's name carries its writer's process id; only files of processes that no longer run
+    are deleted, so a concurrent writer's file is left alone. They are never taken for checkpoints anyway:
+    lookups only consider files that run.json lists.
+    """
+    removed = []
+    for candidate in directory.glob(f".*{TEMPORARY_SUFFIX}"):
+        parts = candidate.name.rsplit(".", 3)
+        pid = int(parts[-3]) if len(parts) == 4 and parts[-3].isdigit() else None
+        if pid is None or pid == os.getpid() or _running(pid):
+            continue
+        candidate.unlink(missing_ok=True)
+        removed.append(candidate)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -57,3 +59,30 @@ def test_a_file_that_is_not_a_runner_checkpoint_is_refused(tmp_path):
     path.write_bytes(b"\x80\x04not a zip")
     with pytest.raises(CorruptCheckpoint, match="cannot be read"):
         rsl_rl.check_checkpoint(path)
+
+
+def test_resume_continues_counters_optimiser_and_normaliser(log_root):
+    """2k steps straight against 1k + resume + 1k: same iteration count and optimiser step count."""
+    small = ("agent.num_steps_per_env=16",)
+    common = {"task": "rlrun/Pendulum-v1", "library": "rsl_rl", "num_envs": 16, "seed": 3, "overrides": small}
+    straight = rlrun.train(rlrun.TrainRequest(**common, max_iterations=8, log_root=str(log_root / "straight")))
+    first = rlrun.train(rlrun.TrainRequest(**common, max_iterations=4, log_root=str(log_root / "resumed")))
+    resumed = rlrun.train(
+        rlrun.TrainRequest(**common, max_iterations=4, log_root=str(log_root / "resumed"), resume=True)
+    )
+    assert straight.env_steps == first.env_steps + resumed.env_steps == 2048
+    assert resumed.checkpoint.name == straight.checkpoint.name == "model_7.pt" and resumed.iterations == 8
+
+    def state(result):
+        return torch.load(result.checkpoint, weights_only=True)
+
+    parent, child, whole = state(first), state(resumed), state(straight)
+    assert child["iter"] == whole["iter"] == 7
+    adam_steps = [entry["step"] for entry in child["optimizer_state_dict"]["state"].values()]
+    assert adam_steps == [entry["step"] for entry in whole["optimizer_state_dict"]["state"].values()]
+    # The normaliser kept counting from the parent's statistics instead of starting over.
+    count = next(key for key in child["actor_state_dict"] if key.endswith("count"))
+    assert child["actor_state_dict"][count] == whole["actor_state_dict"][count] > parent["actor_state_dict"][count]
+    manifest = json.loads((resumed.run_dir / "run.json").read_text())
+    assert manifest["parent"]["checkpoint"] == str(first.checkpoint)
+    assert manifest["parent"]["run"] == str(first.run_dir)

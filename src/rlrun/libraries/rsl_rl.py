@@ -126,7 +126,10 @@ def train(job: TrainJob) -> TrainOutcome:
     runner.save = save  # RSL-RL writes model_<it>.pt with a bare torch.save; go through rlrun's atomic writer
     try:
         if job.resume_from is not None:
+            # Weights, optimiser (and its learning rate), normaliser statistics and the iteration counter come
+            # back; RSL-RL would repeat the saved iteration's number, so the count continues after it.
             runner.load(str(job.resume_from), map_location=job.device)
+            runner.current_learning_iteration += 1
         runner.learn(num_learning_iterations=job.max_iterations)
     finally:
         writer = getattr(runner.logger, "writer", None)
