@@ -51,130 +51,98 @@ VECTORIZATION_MODES = ("sync", "async")
 
 
 @dataclass(frozen=True)
-class TrainRequest:
-    """What to train. `None` means the tuned default of the task and library."""
+class TaskRequest:
+    """What every call that runs a task is told. `None` means the tuned default of the task (and library)."""
 
     task: str
     """A Gymnasium id: rlrun's native tasks (`rlrun/CartPole-v1`, ...) or any registered id."""
-    library: str | None = None
-    """`rsl_rl`, ... (`rlrun list`); None: the task's default library."""
-    algorithm: str | None = None
-    """The library's algorithm (`ppo`, `sac`, ...); None: the library's default."""
-    ml_framework: str | None = None
-    """`torch` or `jax` for libraries that run on both (SKRL); None: torch."""
     num_envs: int | None = None
     seed: int | None = None
     """Seeds this call's RNGs and environments; -1 draws one from the OS (recorded in run.json)."""
-    max_iterations: int | None = None
-    """Library iterations (RSL-RL: rollouts of `num_steps_per_env` steps per env, then an update)."""
     device: str | None = None
     """`cpu`, `cuda` or `cuda:N`; None: `cuda` when available, else `cpu`."""
-    checkpoint: str | None = None
-    """With `resume`: `latest`, `best` or a path to continue from."""
-    load_run: str | None = None
-    """With `resume`: the run directory name (or a regex) to take the checkpoint from."""
-    resume: bool = False
     overrides: tuple[str, ...] = ()
     """`agent.<key>=<value>` and `env.<key>=<value>` words (OmegaConf dotlists)."""
     log_root: str = "logs"
-    experiment: str | None = None
-    """Folder under `<log_root>/<library>/`; None: the task id made path-safe."""
-    run_name: str | None = None
-    """Suffix of the run directory name."""
-    video: bool = False
-    """Record clips of the first environment into `<run_dir>/videos/train/` (mp4)."""
-    video_length: int = 200
-    """Steps per clip."""
-    video_interval: int = 2000
-    """Vector steps between the starts of two clips."""
-    deterministic: bool = False
-    """Ask torch for deterministic algorithms (slower; CUDA needs it to be reproducible)."""
     vectorization: str = "sync"
     """How a Gymnasium (non-native) task runs its sub-envs: `sync` (one process) or `async`."""
-    verbose: bool = False
-    """Pass the library's own console output through instead of writing it to `console.log`."""
+    video: bool = False
+    """Record mp4 clips of the first environment (see each request for where and when)."""
+    video_length: int = 200
+    """Steps per clip."""
     argv: tuple[str, ...] | None = None
     """The command line that made this request (set by the CLI; recorded in run.json)."""
 
 
 @dataclass(frozen=True)
-class PlayRequest:
-    """What to evaluate: a trained checkpoint, run for `num_episodes` episodes."""
+class LibraryRequest(TaskRequest):
+    """What every call that drives an RL library is told, besides the task."""
 
-    task: str
     library: str | None = None
+    """`rsl_rl`, ... (`rlrun list`); None: the task's default library."""
     algorithm: str | None = None
-    """None: the algorithm the checkpoint was trained with."""
+    """The library's algorithm (`ppo`, `sac`, ...); None: the library's default, or the checkpoint's."""
     ml_framework: str | None = None
-    """None: the framework the checkpoint was trained with."""
-    checkpoint: str = "latest"
+    """`torch` or `jax` for libraries that run on both (SKRL); None: torch, or the checkpoint's."""
+    checkpoint: str | None = None
     """`latest`, `best`, a path, or a checkpoint file name inside `load_run`."""
     load_run: str | None = None
-    num_envs: int | None = None
-    """None: as many as `num_episodes` (at most 64)."""
-    num_episodes: int = 10
-    seed: int | None = None
-    device: str | None = None
-    overrides: tuple[str, ...] = ()
-    log_root: str = "logs"
+    """The run directory name (or a regex) to take the checkpoint from."""
     experiment: str | None = None
-    deterministic: bool = True
-    """Act with the policy's mean action; False samples from the policy's distribution."""
+    """Folder under `<log_root>/<library>/`; None: the task id made path-safe."""
+    verbose: bool = False
+    """Pass the library's own console output through instead of writing it to `console.log`."""
+
+
+@dataclass(frozen=True)
+class TrainRequest(LibraryRequest):
+    """What to train. `checkpoint` and `load_run` apply with `resume` only."""
+
+    max_iterations: int | None = None
+    """Library iterations (RSL-RL: rollouts of `num_steps_per_env` steps per env, then an update)."""
+    resume: bool = False
+    """Continue from `checkpoint` (default `latest`): weights, optimiser, normaliser, counters."""
+    run_name: str | None = None
+    """Suffix of the run directory name."""
+    video_interval: int = 2000
+    """With `video`: vector steps between the starts of two clips, saved in `<run_dir>/videos/train/`."""
+    deterministic: bool = False
+    """Ask torch for deterministic algorithms (slower; CUDA needs it to be reproducible)."""
+
+
+@dataclass(frozen=True)
+class PlayRequest(LibraryRequest):
+    """What to evaluate: a trained checkpoint, run for `num_episodes` episodes (video: the first steps)."""
+
+    checkpoint: str | None = "latest"
+    num_episodes: int = 10
     max_steps: int | None = None
     """Stop after this many vector steps even if fewer episodes finished (None: 100 episode lengths)."""
-    video: bool = False
-    """Record the first `video_length` steps of the first environment into the run's `videos/play/` (mp4)."""
-    video_length: int = 200
-    vectorization: str = "sync"
-    verbose: bool = False
-    argv: tuple[str, ...] | None = None
+    deterministic: bool = True
+    """Act with the policy's mean action; False samples from the policy's distribution."""
 
 
 @dataclass(frozen=True)
-class ExportRequest:
+class ExportRequest(LibraryRequest):
     """What to export: a trained checkpoint's deterministic policy, observation normalisation included."""
 
-    task: str
-    library: str | None = None
-    algorithm: str | None = None
-    ml_framework: str | None = None
-    checkpoint: str = "latest"
-    load_run: str | None = None
+    checkpoint: str | None = "latest"
+    device: str | None = "cpu"
     format: str = "both"
     """`onnx`, `torchscript` or `both`."""
-    overrides: tuple[str, ...] = ()
-    log_root: str = "logs"
-    experiment: str | None = None
-    seed: int | None = None
     validation_steps: int = 16
-    """Steps of the task (8 envs) whose observations check each exported file against the live policy."""
-    verbose: bool = False
-    argv: tuple[str, ...] | None = None
-    num_envs: int | None = None
-    device: str | None = "cpu"
-    vectorization: str = "sync"
-    video: bool = False
+    """Steps of the task whose observations check each exported file against the live policy."""
 
 
 @dataclass(frozen=True)
-class AgentRequest:
+class AgentRequest(TaskRequest):
     """Run a task with zero or random actions, no library involved: a smoke test of the task itself."""
 
-    task: str
-    num_envs: int = 4
+    num_envs: int | None = 4
     num_episodes: int | None = None
     """Episodes to run; None: 10, unless `max_steps` is given."""
     max_steps: int | None = None
     """Vector steps to run at most; None: until `num_episodes` episodes finished (at most 100 episode lengths)."""
-    seed: int | None = None
-    device: str | None = None
-    overrides: tuple[str, ...] = ()
-    """`env.<key>=<value>` words (there is no agent configuration)."""
-    log_root: str = "logs"
-    video: bool = False
-    video_length: int = 200
-    vectorization: str = "sync"
-    argv: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -301,7 +269,7 @@ def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = Non
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
 
 
-def _check_common(request: TrainRequest | PlayRequest | AgentRequest | ExportRequest) -> None:
+def _check_common(request: TaskRequest) -> None:
     if not isinstance(request.task, str) or not request.task:
         raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
     _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
@@ -312,7 +280,7 @@ def _check_common(request: TrainRequest | PlayRequest | AgentRequest | ExportReq
             f"--vectorization {request.vectorization!r} is not one of {', '.join(VECTORIZATION_MODES)}."
             f"{did_you_mean(request.vectorization, VECTORIZATION_MODES)}"
         )
-    if getattr(request, "video", False):
+    if request.video:
         _check_int(request.video_length, "the video length", minimum=1, flag="--video_length")
         _check_int(getattr(request, "video_interval", 1), "the video interval", minimum=1, flag="--video_interval")
         if not _has("moviepy"):
@@ -321,7 +289,7 @@ def _check_common(request: TrainRequest | PlayRequest | AgentRequest | ExportReq
             )
     if isinstance(request.overrides, str):
         raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
-    if getattr(request, "experiment", None) is not None:
+    if isinstance(request, LibraryRequest) and request.experiment is not None:
         runs.check_name(request.experiment, "--experiment_name")
 
 
@@ -425,13 +393,13 @@ def _check_algorithm(library: Library, adapter: ModuleType, algorithm: str) -> s
     return name
 
 
-def _import_core(call: Call, request: TrainRequest | PlayRequest | AgentRequest | ExportRequest) -> None:
+def _import_core(call: Call, request: TaskRequest) -> None:
     call.import_modules(CORE_IMPORTS)
-    if getattr(request, "video", False):
+    if request.video:
         call.import_modules([name for name in VIDEO_IMPORTS if _has(name.partition(".")[0])])
 
 
-def _plan(call: Call, request: TrainRequest | PlayRequest) -> _Plan:
+def _plan(call: Call, request: LibraryRequest) -> _Plan:
     """What train and play validate alike: numbers, task, library, device, seed, log root."""
     _check_common(request)
     _import_core(call, request)
@@ -449,7 +417,7 @@ def _plan(call: Call, request: TrainRequest | PlayRequest) -> _Plan:
     )
 
 
-def _resolve_checkpoint(plan: _Plan, request: TrainRequest | PlayRequest, selector: str) -> None:
+def _resolve_checkpoint(plan: _Plan, request: LibraryRequest, selector: str) -> None:
     """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
     wanted = {"algorithm": request.algorithm and request.algorithm.lower(), "ml_framework": request.ml_framework}
     plan.checkpoint, plan.checkpoint_run = runs.resolve_checkpoint(
@@ -470,7 +438,7 @@ def _resolve_checkpoint(plan: _Plan, request: TrainRequest | PlayRequest, select
             )
 
 
-def _finish_plan(call: Call, plan: _Plan, request: TrainRequest | PlayRequest, manifest: dict[str, Any]) -> None:
+def _finish_plan(call: Call, plan: _Plan, request: LibraryRequest, manifest: dict[str, Any]) -> None:
     """Settle algorithm and framework (asked for, else the checkpoint's, else the defaults) and import them."""
     framework = request.ml_framework or manifest.get("ml_framework") or plan.library.frameworks[0]
     _check_framework(plan.library, framework)
@@ -505,7 +473,7 @@ def _plan_play(call: Call, request: PlayRequest) -> _Plan:
     plan = _plan(call, request)
     _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
-    _resolve_checkpoint(plan, request, request.checkpoint)
+    _resolve_checkpoint(plan, request, request.checkpoint or "latest")
     _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})
     _configs(plan, request.overrides)
     plan.num_envs = request.num_envs or min(request.num_episodes, 64)
@@ -833,9 +801,9 @@ def _plan_export(call: Call, request: ExportRequest) -> tuple[_Plan, list[str]]:
         choices = ", ".join([*EXPORT_FORMATS, "both"])
         raise InvalidArgument(f"--format {request.format!r} is not one of {choices}.")
     _check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
-    plan = _plan(call, request)  # type: ignore[arg-type]
-    _resolve_checkpoint(plan, request, request.checkpoint)  # type: ignore[arg-type]
-    _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})  # type: ignore[arg-type]
+    plan = _plan(call, request)
+    _resolve_checkpoint(plan, request, request.checkpoint or "latest")
+    _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})
     if not hasattr(plan.adapter, "export_policy"):
         raise InvalidArgument(f"rlrun cannot export {plan.library.name} policies yet.")  # type: ignore[union-attr]
     call.import_modules(EXPORT_IMPORTS[: 3 if "onnx" in formats else 0] + ("onnxruntime",) * _has("onnxruntime"))
@@ -980,7 +948,7 @@ def _plan_agent(call: Call, request: AgentRequest) -> _Plan:
         log_root=Path(request.log_root).absolute(),
         experiment=runs.experiment_name(task),
         env_config=configs.apply_overrides(env_config(task), scoped["env"], scope="env"),
-        num_envs=request.num_envs,
+        num_envs=request.num_envs or 4,
         seed=_resolve_seed(request.seed, None),
     )
 
@@ -1073,8 +1041,10 @@ __all__ = [
     "AgentRequest",
     "ExportRequest",
     "ExportResult",
+    "LibraryRequest",
     "PlayRequest",
     "PlayResult",
+    "TaskRequest",
     "TrainRequest",
     "TrainResult",
     "UserError",

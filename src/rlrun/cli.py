@@ -237,7 +237,7 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     )
     if args.command == "export":
         request = api.ExportRequest(
-            **{key: value for key, value in common.items() if key not in ("video_length",)},
+            **common,
             checkpoint=args.checkpoint,
             format=args.format,
             validation_steps=args.validation_steps,
