@@ -171,3 +171,18 @@ def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):
         assert fragment in out
     assert rlrun.main(["list", "tasks", "--gymnasium"]) == 0
     assert "HalfCheetah-v5" in capsys.readouterr().out
+
+
+def test_a_checkpoint_of_another_library_is_named(capsys, trained, tmp_path):
+    root, checkpoint = trained
+    others = [name for name, library in LIBRARIES.items() if name != "rsl_rl" and library.installed]
+    if not others:
+        pytest.skip("needs a second library adapter")
+    alone = tmp_path / "model.pt"  # no run.json beside it: only the file's format can tell
+    shutil.copy(checkpoint, alone)
+    assert_user_error(
+        capsys,
+        ["play", "--task", MEDDLING_TASK, "--library", others[0], "--log_root", str(root), "--checkpoint", str(alone)],
+        f"is a rsl_rl checkpoint, not a {others[0]} one; pass --library rsl_rl",
+        root=root,
+    )

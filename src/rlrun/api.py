@@ -26,9 +26,16 @@ from types import ModuleType
 from typing import Any
 
 from rlrun import configs, rollout, runs
-from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
+from rlrun.errors import (
+    CorruptCheckpoint,
+    InvalidArgument,
+    MissingDependency,
+    UnsupportedTask,
+    UserError,
+    did_you_mean,
+)
 from rlrun.hermetic import Call, fresh_torch_state, hermetic_call
-from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
+from rlrun.libraries import LIBRARIES, Library, check_installed, get_library, libraries_for, load_adapter
 from rlrun.progress import Progress
 
 CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
@@ -448,7 +455,29 @@ def _finish_plan(call: Call, plan: _Plan, request: LibraryRequest, manifest: dic
         plan.library, plan.adapter, request.algorithm or manifest.get("algorithm") or plan.adapter.DEFAULT_ALGORITHM
     )
     if plan.checkpoint is not None:
-        plan.adapter.check_checkpoint(plan.checkpoint)
+        try:
+            plan.adapter.check_checkpoint(plan.checkpoint)
+        except CorruptCheckpoint as error:
+            owner = _identify_checkpoint(plan.checkpoint, other_than=plan.library.name)
+            if owner is None:
+                raise
+            raise InvalidArgument(
+                f"checkpoint {str(plan.checkpoint)!r} is a {owner} checkpoint, not a {plan.library.name} one; "
+                f"pass --library {owner}."
+            ) from error
+
+
+def _identify_checkpoint(path: Path, other_than: str) -> str | None:
+    """The installed library whose checkpoint format `path` has, if any (each adapter reads without building)."""
+    for library in LIBRARIES.values():
+        if library.name == other_than or not library.installed:
+            continue
+        try:
+            load_adapter(library).check_checkpoint(path)
+        except UserError:
+            continue
+        return library.name
+    return None
 
 
 def _plan_train(call: Call, request: TrainRequest) -> _Plan:
