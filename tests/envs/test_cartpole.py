@@ -221,6 +221,12 @@ def test_same_seed_same_actions_give_identical_tensors(continuous, draw_for_ende
     assert not torch.equal(first[0], other[0])
 
 
-def test_rendering_is_refused():
-    with pytest.raises(InvalidArgument, match="does not render"):
-        CartPoleVectorEnv(1, render_mode="rgb_array")
+def test_only_rgb_array_rendering_is_offered():
+    with pytest.raises(InvalidArgument, match="renders rgb_array images only"):
+        CartPoleVectorEnv(1, render_mode="human")
+    env = CartPoleVectorEnv(3, render_mode="rgb_array")
+    env.reset(seed=0)
+    frames = env.render()
+    assert len(frames) == 3 and frames[2].shape == (400, 600, 3)
+    assert CartPoleVectorEnv(1).render() is None
+    env.close()

@@ -157,6 +157,10 @@ def test_same_seed_same_actions_give_identical_tensors(draw_for_ended_only):
     assert not torch.equal(first[0], other[0])
 
 
-def test_rendering_is_refused():
-    with pytest.raises(InvalidArgument, match="does not render"):
+def test_only_rgb_array_rendering_is_offered():
+    with pytest.raises(InvalidArgument, match="renders rgb_array images only"):
         PendulumVectorEnv(1, render_mode="human")
+    env = PendulumVectorEnv(2, render_mode="rgb_array")
+    env.reset(seed=0)
+    assert env.render()[1].shape == (500, 500, 3)
+    env.close()

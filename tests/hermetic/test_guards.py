@@ -7,6 +7,7 @@ guard cannot be added without showing that it restores.
 from __future__ import annotations
 
 import atexit
+import gc
 import io
 import logging
 import multiprocessing
@@ -93,6 +94,7 @@ MUTATIONS = {
     "signal handlers": lambda: (signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, print)),
     "atexit callbacks": lambda: atexit.register(print, "registered during the call"),
     "multiprocessing start method": lambda: multiprocessing.set_start_method("spawn", force=True),
+    "garbage collector": lambda: (gc.disable(), gc.set_threshold(5, 5, 5)),
     "random": lambda: random.seed(1),
     "numpy.random": lambda: np.random.seed(1),
     "numpy error and print options": lambda: (np.seterr(all="raise"), np.set_printoptions(precision=3)),

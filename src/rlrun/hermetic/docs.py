@@ -21,20 +21,25 @@ them must close them. Library adapters add their own entries when they are impor
 
 
 def guard_table() -> str:
-    """One Markdown table row per registry entry, in capture order."""
-    _load_library_guards()
+    """One Markdown table row per registry entry: rlrun's in capture order, then each library's, in table order.
+
+    (The registry itself holds library guards in the order adapters happened to be imported.)
+    """
+    owners = _load_library_guards()
     rows = ["| global | kind | owner | what is covered |", "|---|---|---|---|"]
-    for guard in GUARDS:
+    for guard in sorted(GUARDS, key=lambda guard: owners.index(guard.owner) if guard.owner in owners else len(owners)):
         kind = "restored" if guard.restored else "watched"
         rows.append(f"| `{guard.name}` | {kind} | {guard.owner} | {guard.doc.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 
 
-def _load_library_guards() -> None:
+def _load_library_guards() -> list[str]:
+    """Import every adapter (which registers its guards); return the owners in table order."""
     from rlrun.libraries import LIBRARIES, load_adapter
 
     for library in LIBRARIES.values():
         load_adapter(library)
+    return ["rlrun", *LIBRARIES]
 
 
 def page() -> str:

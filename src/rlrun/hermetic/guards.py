@@ -7,6 +7,7 @@ Library adapters add their own guards (for example SKRL's config singleton) with
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import multiprocessing
 import os
@@ -330,6 +331,37 @@ register(
         lambda: multiprocessing.get_start_method(allow_none=True),
         _set_start_method,
         doc="`multiprocessing.get_start_method(allow_none=True)`; put back with `force=True`.",
+        category="process",
+    )
+)
+
+
+def _capture_gc() -> tuple[bool, tuple[int, ...]]:
+    return gc.isenabled(), gc.get_threshold()
+
+
+def _restore_gc(saved: tuple[bool, tuple[int, ...]]) -> None:
+    enabled, threshold = saved
+    if gc.get_threshold() != threshold:
+        gc.set_threshold(*threshold)
+    if gc.isenabled() != enabled:
+        (gc.enable if enabled else gc.disable)()
+
+
+register(
+    Guard(
+        "garbage collector",
+        "`gc.isenabled()` and `gc.get_threshold()`.",
+        _capture_gc,
+        _restore_gc,
+        category="process",
+    )
+)
+register(
+    Guard(
+        "garbage collector freeze",
+        "`gc.get_freeze_count()` (watched: objects moved to the permanent generation stay there).",
+        gc.get_freeze_count,
         category="process",
     )
 )

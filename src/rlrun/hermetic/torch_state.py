@@ -357,23 +357,34 @@ def torch_backend_flags(
 ) -> None:
     """Set the four backend flags a library adapter wants for its call, each only where it differs.
 
-    Call it inside a hermetic scope: the scope's guards put the caller's values back. TF32 goes
-    through the legacy setters, which keep torch's legacy and new TF32 views consistent.
+    Call it inside a hermetic scope: the scope's guards put the caller's values back. Matmul TF32 goes
+    through the legacy CUDA-only setter while the CPU (oneDNN) matmul precision is untouched; once
+    something set it (`set_float32_matmul_precision`), the legacy setter alone would leave a mixed state
+    in which torch's getters raise, so the precision is set as a whole instead (`high` / `highest`).
     """
-    backends = _torch().backends
-    wanted = (
-        (backends.cuda.matmul, "allow_tf32", matmul_allow_tf32),
-        (backends.cudnn, "allow_tf32", cudnn_allow_tf32),
-        (backends.cudnn, "deterministic", deterministic),
-        (backends.cudnn, "benchmark", benchmark),
-    )
-    for owner, name, value in wanted:
+    _set_matmul_tf32(matmul_allow_tf32)
+    cudnn = _torch().backends.cudnn
+    for name, value in (("allow_tf32", cudnn_allow_tf32), ("deterministic", deterministic), ("benchmark", benchmark)):
         try:
-            current = getattr(owner, name)
+            current = getattr(cudnn, name)
         except RuntimeError:  # mixed legacy/new TF32 state left by the caller: set it outright
             current = None
         if current != value:
-            setattr(owner, name, value)
+            setattr(cudnn, name, value)
+
+
+def _set_matmul_tf32(allow: bool) -> None:
+    torch = _torch()
+    precision = _matmul_precision()
+    try:
+        cpu_precision = torch.backends.mkldnn.matmul.fp32_precision
+    except AttributeError:  # torch before the fp32_precision API
+        cpu_precision = "none"
+    if cpu_precision == "none" and precision is not None:
+        if torch.backends.cuda.matmul.allow_tf32 != allow:
+            torch.backends.cuda.matmul.allow_tf32 = allow
+    elif precision != ("high" if allow else "highest"):
+        torch.set_float32_matmul_precision("high" if allow else "highest")
 
 
 @contextmanager
