@@ -24,8 +24,10 @@ def leak(body):
 
 def test_a_thread_left_running_is_reported_by_name():
     stop = threading.Event()
-    report = leak(lambda: threading.Thread(target=stop.wait, name="left-behind-writer").start())
+    writer = threading.Thread(target=stop.wait, name="left-behind-writer")
+    report = leak(writer.start)
     stop.set()
+    writer.join()  # a thread still ending would show up in the next test's census
     assert report.startswith("threads was modified by the call: added") and "left-behind-writer" in report
 
 
@@ -63,14 +65,16 @@ def test_an_unregistered_global_is_reported_with_before_and_after():
 
 def test_reports_are_attached_to_the_call_error_instead_of_replacing_it():
     stop = threading.Event()
+    straggler = threading.Thread(target=stop.wait, name="left-behind")
 
     def body():
-        threading.Thread(target=stop.wait, name="left-behind").start()
+        straggler.start()
         raise ValueError("the call's own error")
 
     with pytest.raises(ValueError) as raised, hermetic_call(check_leaks=True) as call, call.guarded():
         body()
     stop.set()
+    straggler.join()
     assert any("rlrun leak detector: threads" in note for note in raised.value.__notes__)
 
 
