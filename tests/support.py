@@ -123,8 +123,24 @@ CONTRACT_CASES = {
     # case id: (TrainRequest keyword arguments for a short run of the meddling task, a step at which the
     # library has built its agent and is training: the env fails there, after the library changed globals)
     "rsl_rl": ({"library": "rsl_rl", "num_envs": 4, "max_iterations": 3, "overrides": SMALL_RSL_RL}, 12),
-    # skrl cases
-    # sb3 case
-    # rl_games case
+    "skrl": (
+        {
+            "library": "skrl",
+            "num_envs": 4,
+            "max_iterations": 2,
+            "overrides": ("agent.agent.rollouts=8", "agent.agent.learning_epochs=1", "agent.agent.mini_batches=1"),
+        },
+        12,
+    ),
+    "skrl_jax": (  # JAX compiles per agent: one update in a successful run, none in a failing one
+        {
+            "library": "skrl",
+            "ml_framework": "jax",
+            "num_envs": 4,
+            "max_iterations": 1,
+            "overrides": ("agent.agent.rollouts=8", "agent.agent.learning_epochs=1", "agent.agent.mini_batches=1"),
+        },
+        5,
+    ),
 }
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""

@@ -316,6 +316,11 @@ def _resolve_device(device: str | None) -> str:
     return device
 
 
+def _jax_has_cuda() -> bool:
+    """Whether a CUDA build of jaxlib is installed (found without importing or initialising JAX)."""
+    return any(_has(name) for name in ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_cuda12_pjrt"))
+
+
 def _resolve_seed(seed: int | None, default: Any) -> int:
     if seed is None:
         seed = default if isinstance(default, int) else 42
@@ -450,6 +455,8 @@ def _finish_plan(call: Call, plan: _Plan, request: LibraryRequest, manifest: dic
     framework = request.ml_framework or manifest.get("ml_framework") or plan.library.frameworks[0]
     _check_framework(plan.library, framework)
     plan.ml_framework = framework
+    if framework == "jax" and request.device is None and plan.device.startswith("cuda") and not _jax_has_cuda():
+        plan.device = "cpu"  # torch sees a GPU, but this JAX was installed for the CPU only
     call.import_modules(plan.adapter.IMPORTS[framework])
     plan.algorithm = _check_algorithm(
         plan.library, plan.adapter, request.algorithm or manifest.get("algorithm") or plan.adapter.DEFAULT_ALGORITHM
@@ -708,7 +715,9 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
             def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
                 path = record.dir / name
                 runs.atomic_save(path, write)
-                record.manifest["checkpoints"].append(
+                entries = record.manifest["checkpoints"]
+                entries[:] = [entry for entry in entries if entry["file"] != name]  # a file saved again (best_agent)
+                entries.append(
                     {
                         "file": name,
                         "iteration": iteration,
@@ -789,6 +798,7 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
                 deterministic=request.deterministic,
                 algorithm=plan.algorithm,
                 ml_framework=plan.ml_framework,
+                seed=plan.seed,
             )
             sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
             with sink:
@@ -865,6 +875,7 @@ def export_in(call: Call, request: ExportRequest) -> ExportResult:
                 deterministic=True,
                 algorithm=plan.algorithm,
                 ml_framework=plan.ml_framework,
+                seed=plan.seed,
             )
             sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
             with sink:

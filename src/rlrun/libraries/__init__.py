@@ -65,9 +65,16 @@ LIBRARIES: dict[str, Library] = {
             action_spaces=("Box",),
             summary="RSL-RL on-policy runner (PPO), continuous actions only",
         ),
-        # skrl row
-        # sb3 row
-        # rl_games row
+        Library(
+            name="skrl",
+            adapter="rlrun.libraries.skrl",
+            import_name="skrl",
+            distribution="skrl",
+            extra="skrl",
+            action_spaces=("Box", "Discrete"),
+            summary="SKRL runner: PPO (Box, Discrete) and SAC (Box), on PyTorch or JAX",
+            frameworks=("torch", "jax"),
+        ),
     )
 }
 """Library name -> row. Adding a library is adding a row and an adapter module."""

@@ -86,3 +86,5 @@ class PlayJob:
     """Act with the policy's deterministic action (its mean); False samples."""
     algorithm: str = ""
     ml_framework: str = "torch"
+    seed: int | None = None
+    """The call's seed (the API has seeded the global RNGs with it); for a library that seeds its own."""

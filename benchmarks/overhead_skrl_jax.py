@@ -1,0 +1,16 @@
+"""SKRL (JAX, CPU) row of `adapter_overhead.py`: SKRL's own `Runner` alone against `rlrun.train`, same env and config.
+
+Both sides compile their agent's JAX functions anew (SKRL jits per agent), so the timings include that.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import overhead_skrl
+
+FRAMEWORK = "jax"
+LABEL = overhead_skrl.LABEL.replace("(torch)", f"({FRAMEWORK})")
+
+direct = partial(overhead_skrl.direct, framework=FRAMEWORK)
+through_rlrun = partial(overhead_skrl.through_rlrun, framework=FRAMEWORK)

@@ -1,0 +1,372 @@
+"""The SKRL adapter on PyTorch and on JAX: it learns, plays back, leaves nothing behind, and its guards restore."""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+import tqdm
+
+import rlrun
+from rlrun.api import CORE_IMPORTS
+from rlrun.configs import load_agent_config
+from rlrun.envs import make_env
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.hermetic import GUARDS, census, hermetic_call
+from rlrun.libraries import rsl_rl
+from rlrun.libraries import skrl as adapter
+
+CARTPOLE = "rlrun/CartPole-v1"
+PENDULUM = "rlrun/Pendulum-v1"
+SMALL = ("agent.agent.rollouts=8", "agent.agent.learning_epochs=2", "agent.agent.mini_batches=2")
+"""A few iterations with these take about a second on torch."""
+
+
+def train(log_root, task=CARTPOLE, overrides=SMALL, **kwargs):
+    arguments = {"library": "skrl", "num_envs": 8, "max_iterations": 3, "seed": 1, **kwargs}
+    return rlrun.train(rlrun.TrainRequest(task=task, log_root=str(log_root), overrides=overrides, **arguments))
+
+
+def checkpoint_entries(result):
+    return json.loads((result.run_dir / "run.json").read_text())["checkpoints"]
+
+
+def weights(checkpoint):
+    state = torch.load(checkpoint, weights_only=True)
+    return {f"{part}.{key}": value for part in ("policy", "value") for key, value in state[part].items()}
+
+
+# --- learning -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_torch_learns_cartpole_and_plays_it_back(log_root):
+    trained = rlrun.train(rlrun.TrainRequest(task=CARTPOLE, library="skrl", seed=1, log_root=str(log_root)))
+    assert trained.mean_return >= 400, f"mean return {trained.mean_return} after {trained.env_steps} steps"
+
+    played = rlrun.play(rlrun.PlayRequest(task=CARTPOLE, library="skrl", num_episodes=16, log_root=str(log_root)))
+    assert played.checkpoint == trained.checkpoint
+    assert played.mean_return >= 400, f"played returns {played.returns}"
+
+
+@pytest.mark.slow
+def test_jax_improves_on_cartpole_and_plays_it_back(log_root):
+    trained = rlrun.train(
+        rlrun.TrainRequest(
+            task=CARTPOLE, library="skrl", ml_framework="jax", max_iterations=6, seed=1, log_root=str(log_root)
+        )
+    )
+    curve = [entry["mean_return"] for entry in checkpoint_entries(trained) if "best" not in entry["file"]]
+    assert trained.checkpoint.suffix == ".pickle"
+    assert curve[-1] >= 2 * curve[0], f"mean returns at the checkpoints: {curve}"
+
+    played = rlrun.play(rlrun.PlayRequest(task=CARTPOLE, library="skrl", num_episodes=8, log_root=str(log_root)))
+    assert played.checkpoint == trained.checkpoint  # the run's framework (JAX) is taken from its manifest
+    assert played.mean_return >= curve[0], f"played returns {played.returns}"
+    with pytest.raises(InvalidArgument, match="--ml_framework jax"):
+        rlrun.play(
+            rlrun.PlayRequest(task=CARTPOLE, library="skrl", checkpoint=str(played.checkpoint), ml_framework="torch")
+        )
+
+
+# --- order independence and per-call residue ----------------------------------------------------------------
+
+A = {"task": CARTPOLE, "seed": 1, "num_envs": 16, "max_iterations": 4}
+B = {"task": PENDULUM, "seed": 2, "num_envs": 8, "max_iterations": 3}
+SUBPROCESS = """
+import sys
+import rlrun
+result = rlrun.train(rlrun.TrainRequest(library="skrl", log_root=sys.argv[1], overrides={small!r}, **{a!r}))
+print(result.checkpoint)
+print(repr(result.mean_return))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
+    first = train(tmp_path / "first", **A)
+    train(tmp_path / "between", **B)
+    again = train(tmp_path / "again", **A)
+    assert first.mean_return == again.mean_return and first.env_steps == again.env_steps
+    expected = weights(first.checkpoint)
+    assert all(torch.equal(value, weights(again.checkpoint)[key]) for key, value in expected.items())
+
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path])}
+    output = subprocess.run(
+        [sys.executable, "-c", SUBPROCESS.format(a=A, small=SMALL), str(tmp_path / "fresh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+        timeout=300,
+    ).stdout.splitlines()
+    assert float(output[-1]) == first.mean_return
+    fresh = weights(Path(output[-2]))
+    assert all(torch.equal(value, fresh[key]) for key, value in expected.items())
+
+
+@pytest.mark.slow
+def test_skrl_on_torch_and_jax_then_rsl_rl_leave_no_thread_descriptor_or_exit_hook(log_root, monkeypatch):
+    registered = []
+    register = atexit.register
+
+    def spy(function, *args, **kwargs):
+        registered.append(function)
+        return register(function, *args, **kwargs)
+
+    monkeypatch.setattr(atexit, "register", spy)
+    for name in (*CORE_IMPORTS, *adapter.IMPORTS["torch"], *adapter.IMPORTS["jax"], *rsl_rl.IMPORTS["torch"]):
+        importlib.import_module(name)  # import effects (jax's exit hooks, ...) are not per-call growth
+    initialise_jax()
+    watched = ("threads", "open file descriptors", "atexit callbacks")
+    before = census.snapshot()
+    monitor = tqdm.tqdm.monitor
+    writer_on = (*SMALL, "agent.agent.experiment.write_interval=1")  # a TensorBoard writer (a thread) per call
+    train(log_root, overrides=writer_on)
+    train(log_root, ml_framework="jax", max_iterations=1, overrides=writer_on)
+    rlrun.train(
+        rlrun.TrainRequest(task=PENDULUM, library="rsl_rl", num_envs=4, max_iterations=2, log_root=str(log_root))
+    )
+    after = census.snapshot()
+    assert {name: after[name] for name in watched} == {name: before[name] for name in watched}
+    assert tqdm.tqdm.monitor is monitor
+    assert not [function for function in registered if "close_env" in getattr(function, "__qualname__", "")]
+    assert len(list(log_root.glob("skrl/*/*/events.out.tfevents.*"))) == 2
+
+
+# --- the adapter's specifics --------------------------------------------------------------------------------
+
+
+def test_the_run_directory_is_skrls_experiment_directory_and_checkpoints_are_recorded(log_root, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = train(
+        log_root,
+        max_iterations=3,
+        overrides=(
+            *SMALL,
+            "agent.agent.experiment.write_interval=4",
+            "agent.agent.experiment.checkpoint_interval=10",
+        ),
+    )
+    assert result.iterations == 3 and result.env_steps == 3 * 8 * 8
+    assert not (tmp_path / "runs").exists()
+    assert list(result.run_dir.glob("events.out.tfevents.*"))
+    files = [entry["file"] for entry in checkpoint_entries(result)]
+    agents = [name for name in files if "best" not in name]
+    assert agents == ["checkpoints/agent_10.pt", "checkpoints/agent_20.pt", "checkpoints/agent_24.pt"]  # last step too
+    assert files[-1] == "checkpoints/agent_24.pt" and result.checkpoint == result.run_dir / files[-1]
+    assert sorted(path.name for path in (result.run_dir / "checkpoints").iterdir()) == sorted(
+        {Path(name).name for name in files}
+    ), "only complete checkpoints, no temporary files"
+
+    play = {"task": CARTPOLE, "library": "skrl", "num_envs": 2, "num_episodes": 2, "log_root": str(log_root)}
+    assert rlrun.play(rlrun.PlayRequest(**play)).checkpoint == result.checkpoint
+    best = rlrun.play(rlrun.PlayRequest(**play, checkpoint="best")).checkpoint
+    assert best.relative_to(result.run_dir).as_posix() in files
+    by_path = rlrun.play(rlrun.PlayRequest(**play, checkpoint=str(result.run_dir / agents[0])))
+    assert by_path.checkpoint == result.run_dir / agents[0] and len(by_path.returns) == 2
+
+    resumed = train(log_root, max_iterations=1, resume=True)
+    parent = json.loads((resumed.run_dir / "run.json").read_text())["parent"]
+    assert parent["checkpoint"] == str(result.checkpoint) and resumed.checkpoint.is_file()
+
+
+def test_max_iterations_are_rollouts_for_ppo_and_timesteps_for_sac():
+    ppo = load_agent_config("skrl", "ppo", CARTPOLE)
+    sac = load_agent_config("skrl", "sac", PENDULUM)
+    assert adapter.env_steps_per_iteration(ppo, 64) == ppo["agent"]["rollouts"] * 64
+    assert adapter.env_steps_per_iteration(sac, 8) == 8
+
+
+def test_a_gaussian_policy_becomes_categorical_on_a_discrete_action_space(tmp_path):
+    config = adapter.run_config(load_agent_config("skrl", "ppo", "Acrobot-v1"))  # the generic default
+    filled = adapter.runner_config(
+        config, seed=3, timesteps=16, run_dir=tmp_path / "run", action_space=gymnasium.spaces.Discrete(3)
+    )
+    policy = filled["models"]["policy"]
+    assert policy["class"] == "CategoricalMixin" and "initial_log_std" not in policy and policy["network"]
+    assert filled["seed"] == 3 and filled["trainer"]["timesteps"] == 16
+    assert not filled["trainer"]["close_environment_at_exit"]
+    assert (
+        filled["agent"]["experiment"]["directory"] == str(tmp_path)
+        and not filled["agent"]["experiment"]["store_separately"]
+    )
+
+
+def test_the_generic_default_trains_a_discrete_gymnasium_task_and_sac_a_continuous_one(log_root):
+    discrete = train(log_root, task="CartPole-v1", num_envs=2, max_iterations=1)
+    assert discrete.env_steps == 16 and discrete.checkpoint.is_file()
+
+    sac = train(log_root, task=PENDULUM, algorithm="sac", num_envs=4, max_iterations=12, overrides=())
+    assert json.loads((sac.run_dir / "run.json").read_text())["algorithm"] == "sac" and sac.env_steps == 48
+    played = rlrun.play(
+        rlrun.PlayRequest(task=PENDULUM, library="skrl", num_envs=2, num_episodes=2, log_root=str(log_root))
+    )
+    assert played.checkpoint == sac.checkpoint and len(played.returns) == 2
+
+    with pytest.raises(UnsupportedTask, match="--algorithm ppo"):
+        train(log_root, algorithm="sac", overrides=())
+
+
+def test_truncated_steps_are_recorded_with_the_last_observation_of_the_episode():
+    env = make_env(CARTPOLE, 3, env_kwargs={"max_episode_steps": 2})
+    wrapped = adapter.wrap_env(env, "torch", "cpu", seed=0)
+    first, _ = wrapped.reset()
+    assert torch.equal(first, env.reset(seed=0)[0]), "the first reset is seeded with the run's seed"
+    _, _, _, _, info = wrapped.step(torch.ones(3, 1, dtype=torch.long))
+    observations, rewards, terminated, truncated, info = wrapped.step(torch.ones(3, 1, dtype=torch.long))
+    assert observations.shape == (3, 4) and rewards.shape == terminated.shape == truncated.shape == (3, 1)
+    assert truncated.all() and not torch.equal(info["final_observations"], observations)
+    assert wrapped.reset()[0] is observations  # SKRL's trainer asks after an episode ended: the env already reset
+
+    recorded = {}
+
+    class Agent:
+        def record_transition(self, **kwargs):
+            recorded.update(kwargs)
+
+    agent = Agent()
+    adapter.bootstrap_from_final_observations(agent)
+    agent.record_transition(next_observations=observations, infos=info, rewards=rewards)
+    assert recorded["next_observations"] is info["final_observations"] and recorded["rewards"] is rewards
+    env.close()
+
+
+# --- checkpoints --------------------------------------------------------------------------------------------
+
+
+class RunsCode:
+    """Unpickling this would run a shell command."""
+
+    def __reduce__(self):
+        return os.system, ("touch ran",)
+
+
+def test_a_file_that_is_not_a_skrl_checkpoint_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "agent.pt"
+    torch.save({"value": {}}, path)
+    with pytest.raises(CorruptCheckpoint, match="no 'policy' module"):
+        adapter.check_checkpoint(path)
+    path.write_bytes(b"\x80\x04not a pickle")
+    with pytest.raises(CorruptCheckpoint, match="cannot be read"):
+        adapter.check_checkpoint(path)
+    path.write_bytes(pickle.dumps({"policy": RunsCode()}))
+    with pytest.raises(CorruptCheckpoint, match="refused to load"):
+        adapter.check_checkpoint(path)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_jax_checkpoint_is_read_without_running_code(tmp_path):
+    from flax import serialization
+
+    path = tmp_path / "agent.pickle"
+    path.write_bytes(pickle.dumps({"policy": serialization.to_bytes({"kernel": np.ones((2, 2))})}, protocol=4))
+    adapter.check_checkpoint(path)
+    assert adapter.checkpoint_framework(path) == "jax"
+    path.write_bytes(pickle.dumps({"policy": "not bytes"}, protocol=4))
+    with pytest.raises(CorruptCheckpoint, match="not a dictionary of serialized modules"):
+        adapter.check_checkpoint(path)
+
+
+def initialise_jax():
+    """Initialise JAX's backends and wait for the timer thread that initialisation starts to end."""
+    import jax
+
+    jax.devices()
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.join()
+
+
+def test_jax_cannot_use_a_device_it_does_not_have():
+    initialise_jax()
+    with pytest.raises(InvalidArgument, match="pass --device cpu"):
+        adapter.jax_device("cuda:7")
+
+
+# --- guards -------------------------------------------------------------------------------------------------
+
+
+def _skrl_config_torch():
+    import skrl
+
+    skrl.config.torch.key = 123
+    skrl.config.torch.device = "cpu"
+    skrl.config.torch.backend = "torch"  # what Isaac Lab writes (an attribute SKRL 2.x no longer has)
+
+
+def _skrl_config_jax():
+    import skrl
+
+    skrl.config.jax.key = 7  # a new key array
+    skrl.config.jax.device = "cpu"
+    skrl.config.jax.backend = "jax"
+
+
+def _skrl_config_warp():
+    import skrl
+
+    skrl.config.warp.key = 5
+    skrl.config.warp.tiled = False
+
+
+def _jax_config_values():
+    import jax
+
+    jax.config.update("jax_enable_x64", not jax.config.jax_enable_x64)
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+
+MUTATIONS = {
+    "skrl.config.torch": _skrl_config_torch,
+    "skrl.config.jax": _skrl_config_jax,
+    "skrl.config.warp": _skrl_config_warp,
+    "jax.config values": _jax_config_values,
+}
+
+
+def test_every_guard_of_the_adapter_has_a_mutation_here():
+    assert {guard.name for guard in GUARDS if guard.owner == "skrl"} == set(MUTATIONS)
+
+
+@pytest.mark.parametrize("name", list(MUTATIONS))
+def test_guard_restores_value_and_identity(name):
+    import skrl
+
+    initialise_jax()  # the guards read modules that are imported
+    (guard,) = [guard for guard in GUARDS if guard.name == name]
+    objects = {framework: dict(vars(getattr(skrl.config, framework))) for framework in ("torch", "jax", "warp")}
+    before = census.snapshot()
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        MUTATIONS[name]()
+        assert guard.snapshot() != before[name], "the mutation did not change what the guard covers"
+    assert census.compare(before, census.snapshot()) == []
+    for framework, attributes in objects.items():
+        current = vars(getattr(skrl.config, framework))
+        assert current.keys() == attributes.keys()
+        assert all(current[key] is value for key, value in attributes.items())
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_everything_skrls_set_seed_changes_is_put_back(deterministic, monkeypatch):
+    from skrl.utils import set_seed
+
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    before = census.snapshot()
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        set_seed(123, deterministic=deterministic)
+        assert os.environ["PYTHONHASHSEED"] == "123"
+    assert census.compare(before, census.snapshot()) == []
+    assert "PYTHONHASHSEED" not in os.environ and not torch.are_deterministic_algorithms_enabled()
