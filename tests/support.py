@@ -142,5 +142,14 @@ CONTRACT_CASES = {
         },
         5,
     ),
+    "sb3": (
+        {
+            "library": "sb3",
+            "num_envs": 4,
+            "max_iterations": 3,
+            "overrides": ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]"),
+        },
+        12,
+    ),
 }
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""

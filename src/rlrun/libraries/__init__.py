@@ -75,6 +75,15 @@ LIBRARIES: dict[str, Library] = {
             summary="SKRL runner: PPO (Box, Discrete) and SAC (Box), on PyTorch or JAX",
             frameworks=("torch", "jax"),
         ),
+        Library(
+            name="sb3",
+            adapter="rlrun.libraries.sb3",
+            import_name="stable_baselines3",
+            distribution="stable-baselines3",
+            extra="sb3",
+            action_spaces=("Box", "Discrete"),
+            summary="Stable-Baselines3 PPO, A2C (Box, Discrete), SAC and TD3 (Box)",
+        ),
     )
 }
 """Library name -> row. Adding a library is adding a row and an adapter module."""
