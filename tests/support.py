@@ -151,5 +151,14 @@ CONTRACT_CASES = {
         },
         12,
     ),
+    "rl_games": (
+        {
+            "library": "rl_games",
+            "num_envs": 4,
+            "max_iterations": 3,
+            "overrides": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=16"),
+        },
+        12,
+    ),
 }
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""

@@ -84,6 +84,15 @@ LIBRARIES: dict[str, Library] = {
             action_spaces=("Box", "Discrete"),
             summary="Stable-Baselines3 PPO, A2C (Box, Discrete), SAC and TD3 (Box)",
         ),
+        Library(
+            name="rl_games",
+            adapter="rlrun.libraries.rl_games",
+            import_name="rl_games",
+            distribution="rl-games",
+            extra="rl_games",
+            action_spaces=("Box", "Discrete"),
+            summary="rl_games Runner: PPO (a2c_continuous for Box, a2c_discrete for Discrete)",
+        ),
     )
 }
 """Library name -> row. Adding a library is adding a row and an adapter module."""

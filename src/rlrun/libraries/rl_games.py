@@ -1,0 +1,305 @@
+"""rl_games (`rl-games` 1.6.x): its `Runner` and PPO agents (`a2c_discrete`, `a2c_continuous`) on rlrun's envs.
+
+rl_games changes more process state than any other library, and every change is either an import
+effect (torch print options, `torch._dynamo` limits, two Gymnasium envs: `IMPORTS`) or undone by the
+hermetic scope (TF32 and matmul precision, `cudnn.benchmark`, thread count, global RNGs). What the
+adapter does on top:
+- `algo.name` and `model.name` `auto` (rlrun's configurations) become the discrete or continuous
+  agent and model for the task's action space, and only the matching `network.space` entry is kept;
+- the env goes in through `config.vec_env` and `config.env_info` (an `IVecEnv` over rlrun's torch
+  vector env), never through rl_games' global registries, which are guarded all the same;
+- `torch_compile: false` and `torch_threads: 0` come with rlrun's configurations; `train_dir` is the
+  run directory's parent and the run directory the experiment, so rl_games writes its `nn/` and
+  `summaries/` inside the run (never `runs/` or `nn/` in the working directory);
+- `--max_iterations` is rl_games' `max_epochs` (Isaac Lab's mapping), counted on from a resumed epoch;
+- every seed is applied, 0 included (rl_games skips seeding when the seed is 0);
+- the tensorboardX writer rl_games never closes is closed in `finally`;
+- rl_games' checkpoint saves go through rlrun's atomic writer, in rl_games' own format and names
+  (`nn/last_<name>_ep_<epoch>_rew_<return>.pth`, and `nn/<name>.pth` for its best so far).
+
+rl_games' checkpoints hold NumPy scalars, so rlrun reads them with `torch.load(weights_only=True)`
+allowing those NumPy types only, and refuses files that do not pass before rl_games' own loader
+(`weights_only=False`) sees them.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rlrun.configs import RUN_KEYS
+from rlrun.errors import CorruptCheckpoint, InvalidArgument
+from rlrun.hermetic import Guard, register, torch_backend_flags
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+
+IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
+ALGORITHMS = {"ppo": ("Box", "Discrete")}
+DEFAULT_ALGORITHM = "ppo"
+AGENTS = {"Discrete": ("a2c_discrete", "discrete_a2c"), "Box": ("a2c_continuous", "continuous_a2c_logstd")}
+"""Action space class -> the rl_games agent (`algo.name`) and model (`model.name`) that `auto` stands for."""
+SPACE_KEYS = {"Discrete": "discrete", "Box": "continuous"}
+"""Action space class -> the `network.space` entry rl_games builds its policy head from."""
+CHECKPOINT_KEYS = ("model", "epoch", "optimizer")
+
+# --- rl_games' global registries ----------------------------------------------------------------------------
+
+_REGISTRIES = (
+    ("rl_games.common.vecenv", "vecenv_config"),
+    ("rl_games.common.env_configurations", "configurations"),
+    ("rl_games.algos_torch.model_builder", "NETWORK_REGISTRY"),
+    ("rl_games.algos_torch.model_builder", "MODEL_REGISTRY"),
+)
+
+
+def _capture_registries() -> dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]:
+    """Each registry: the dict object itself and a copy of its entries."""
+    captured = {}
+    for module, name in _REGISTRIES:
+        registry = getattr(sys.modules[module], name)
+        captured[module, name] = registry, dict(registry)
+    return captured
+
+
+def _restore_registries(saved: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    for (module, name), (registry, contents) in saved.items():
+        if getattr(sys.modules[module], name) is not registry:
+            setattr(sys.modules[module], name, registry)
+        if registry.keys() != contents.keys() or any(registry[key] is not value for key, value in contents.items()):
+            registry.clear()
+            registry.update(contents)
+
+
+register(
+    Guard(
+        "rl_games registries",
+        "rl_games' env registries (`vecenv.vecenv_config`, `env_configurations.configurations`) and "
+        "network and model registries (`model_builder`): entries added, replaced or removed are put back.",
+        _capture_registries,
+        _restore_registries,
+        fingerprint=lambda saved: {
+            f"{module}.{name}": (id(registry), {key: id(value) for key, value in contents.items()})
+            for (module, name), (registry, contents) in saved.items()
+        },
+        category="rl_games",
+        available=lambda: all(module in sys.modules for module, _ in _REGISTRIES),
+        owner="rl_games",
+    )
+)
+
+# --- the adapter surface ------------------------------------------------------------------------------------
+
+
+def run_config(config: dict[str, Any]) -> dict[str, Any]:
+    """rl_games' own configuration (`{"params": ...}`): a deep copy without rlrun's run keys."""
+    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
+
+
+def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
+    """One epoch of rl_games (`max_epochs` counts them) is `horizon_length` steps of every env."""
+    return int(config["params"]["config"]["horizon_length"]) * num_envs
+
+
+def _numpy_globals() -> list[Any]:
+    """What rl_games' checkpoints pickle besides tensors: NumPy scalars (its mean return) and their dtypes."""
+    import numpy
+
+    scalar = numpy._core.multiarray.scalar if hasattr(numpy, "_core") else numpy.core.multiarray.scalar
+    dtypes = [getattr(numpy.dtypes, name) for name in numpy.dtypes.__all__]
+    # Files written under NumPy 1.x name the scalar constructor `numpy.core...`, under 2.x `numpy._core...`.
+    return [(scalar, "numpy.core.multiarray.scalar"), (scalar, "numpy._core.multiarray.scalar"), numpy.dtype, *dtypes]
+
+
+def _read_checkpoint(path: Path) -> dict[str, Any]:
+    """Load an rl_games checkpoint with `weights_only=True`, allowing the NumPy scalars rl_games stores."""
+    import pickle
+    import zipfile
+
+    import torch
+
+    try:
+        with torch.serialization.safe_globals(_numpy_globals()):
+            state = torch.load(path, map_location="cpu", weights_only=True)
+    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as error:
+        size = path.stat().st_size if path.exists() else 0
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CorruptCheckpoint(
+            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as an rl_games checkpoint: {reason}"
+        ) from error
+    missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise CorruptCheckpoint(
+            f"checkpoint {str(path)!r} is not an rl_games agent checkpoint (missing {', '.join(missing)})."
+        )
+    return state
+
+
+def check_checkpoint(path: Path) -> None:
+    """Read the file with `weights_only=True` and check it holds an rl_games agent's state."""
+    _read_checkpoint(path)
+
+
+class RlGamesVecEnv:
+    """rl_games' `IVecEnv` over rlrun's torch vector env (SAME_STEP autoreset), tensors in and out.
+
+    `dones` are uint8 as rl_games keeps them; `infos["time_outs"]` marks truncations that were not
+    terminations, so rl_games bootstraps their value. The first reset seeds the env.
+    """
+
+    def __init__(self, env: Any, seed: int | None) -> None:
+        self.env = env
+        self._seed = seed
+
+    def get_env_info(self) -> dict[str, Any]:
+        return {
+            "action_space": self.env.single_action_space,
+            "observation_space": self.env.single_observation_space,
+            "agents": 1,
+            "value_size": 1,
+        }
+
+    def reset(self) -> Any:
+        observations, _ = self.env.reset(seed=self._seed)
+        self._seed = None
+        return observations
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+        import torch
+
+        observations, rewards, terminated, truncated, _ = self.env.step(actions)
+        dones = (terminated | truncated).to(torch.uint8)
+        return observations, rewards, dones, {"time_outs": truncated & ~terminated}
+
+    def set_train_info(self, env_frames: int, *args: Any, **kwargs: Any) -> None:
+        """rl_games reports training progress here (for curricula); rlrun's envs have none."""
+
+    def get_env_state(self) -> None:
+        return None
+
+    def set_env_state(self, env_state: Any) -> None:
+        """rlrun's envs keep no state across checkpoints."""
+
+
+def _params(config: dict[str, Any], vec_env: RlGamesVecEnv, num_envs: int, device: str) -> dict[str, Any]:
+    """rl_games' `params` for this env: `auto` agent and model resolved, the env and device filled in."""
+    params = config["params"]
+    space = type(vec_env.env.single_action_space).__name__
+    agent, model = AGENTS[space]
+    if params["algo"]["name"] == "auto":
+        params["algo"]["name"] = agent
+    if params["model"]["name"] == "auto":
+        params["model"]["name"] = model
+    if params["algo"]["name"] != agent:
+        raise InvalidArgument(
+            f"agent.params.algo.name {params['algo']['name']!r} is not rl_games' PPO agent for {space} actions "
+            f"({agent}); pass agent.params.algo.name=auto or {agent}."
+        )
+    heads = params["network"].get("space", {})
+    params["network"]["space"] = {key: value for key, value in heads.items() if key == SPACE_KEYS[space]}
+    params["config"].update(
+        env_name="rlrun",
+        env_info=vec_env.get_env_info(),
+        vec_env=vec_env,
+        num_actors=num_envs,
+        device=device,
+        device_name=device,
+    )
+    return params
+
+
+def _seed_globals(seed: int) -> None:
+    """Seed what rl_games' `Runner.load_config` seeds, which it skips for seed 0 (`if self.seed:`)."""
+    import random
+
+    import numpy
+    import torch
+
+    torch.manual_seed(seed)
+    numpy.random.seed(seed)
+    random.seed(seed)
+
+
+class AgentObserver:
+    """rl_games' `DefaultAlgoObserver` that also keeps the agent and routes its checkpoint saves.
+
+    rl_games hands the agent to its observer only (`after_init`); rlrun needs it to close its writer
+    and to send `agent.save(path)` through `save(agent, path)`.
+    """
+
+    def __init__(self, save: Any) -> None:
+        from rl_games.common.algo_observer import DefaultAlgoObserver
+
+        self.inner = DefaultAlgoObserver()
+        self.agent: Any = None
+        self._save = save
+
+    def after_init(self, agent: Any) -> None:
+        self.agent = agent
+        agent.save = lambda path: self._save(agent, path)
+        self.inner.after_init(agent)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):  # copy and pickle probe dunders before `inner` exists
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def train(job: TrainJob) -> TrainOutcome:
+    """Run rl_games' `Runner` for `job.max_iterations` epochs, checkpointing atomically into the run."""
+    import torch
+    from rl_games.torch_runner import Runner
+
+    saved: list[Path] = []
+
+    def save(agent: Any, path: str) -> None:
+        state = agent.get_full_state_weights()
+        name = os.path.relpath(f"{path}.pth", job.run_dir)
+        saved.append(job.save_checkpoint(name, lambda temporary: torch.save(state, temporary), agent.epoch_num))
+
+    observer = AgentObserver(save)
+    runner = Runner(algo_observer=observer)  # sets TF32, matmul precision 'high' and cudnn.benchmark itself
+    # rl_games' policy (TF32 on, cuDNN autotuning on), stated after its Runner sets it; off for determinism.
+    torch_backend_flags(
+        matmul_allow_tf32=not job.deterministic,
+        cudnn_allow_tf32=not job.deterministic,
+        deterministic=job.deterministic,
+        benchmark=not job.deterministic,
+    )
+    params = _params(job.config, RlGamesVecEnv(job.env, job.seed), job.env.num_envs, job.device)
+    start = int(_read_checkpoint(job.resume_from)["epoch"]) if job.resume_from is not None else 0
+    params["seed"] = job.seed
+    params["config"].update(
+        train_dir=str(job.run_dir.parent), full_experiment_name=job.run_dir.name, max_epochs=start + job.max_iterations
+    )
+    try:
+        runner.load_config(params)
+        _seed_globals(job.seed)
+        runner.run_train(
+            {"train": True, "play": False, "checkpoint": str(job.resume_from) if job.resume_from else None}
+        )
+    finally:
+        writer = getattr(observer.agent, "writer", None)
+        if writer is not None:
+            writer.close()  # rl_games never closes it: a thread, a queue and 3 file descriptors per call
+    return TrainOutcome(iterations=observer.agent.epoch_num, checkpoint=saved[-1] if saved else None)
+
+
+def load_policy(job: PlayJob) -> Policy:
+    """Rebuild the agent's network with rl_games' own player, load the checkpoint, return its actions."""
+    from rl_games.algos_torch import players
+
+    vec_env = RlGamesVecEnv(job.env, None)
+    params = _params(job.config, vec_env, job.env.num_envs, job.device)
+    player_class = {"a2c_discrete": players.PpoPlayerDiscrete, "a2c_continuous": players.PpoPlayerContinuous}
+    player = player_class[params["algo"]["name"]](params)
+    player.restore(str(job.checkpoint))
+    player.has_batch_dimension = True
+    deterministic = job.deterministic
+
+    def policy(observations: Any) -> Any:
+        actions = player.get_action(observations, is_deterministic=deterministic)
+        return actions.reshape(observations.shape[0], *job.env.single_action_space.shape)
+
+    return policy
