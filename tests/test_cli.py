@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
+import random
 import shutil
 
 import pytest
@@ -128,7 +128,7 @@ def test_a_corrupt_checkpoint_is_reported_with_its_path(capsys, trained, tmp_pat
     elif damage == "truncated":
         bad.write_bytes(data[: len(data) // 2])
     elif damage == "random bytes":
-        bad.write_bytes(os.urandom(4096))
+        bad.write_bytes(random.Random(damage).randbytes(4096))
     else:
         torch.save({"weights": torch.zeros(3)}, bad)
     line = assert_user_error(

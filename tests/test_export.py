@@ -11,6 +11,7 @@ from rlrun.configs import RUN_KEYS
 from rlrun.envs import make_env
 from rlrun.libraries import get_library, load_adapter
 from rlrun.libraries.base import PlayJob
+from rlrun.rollout import random_policy
 
 TASK = "rlrun/Pendulum-v1"  # observation normalisation on in its tuned RSL-RL configuration
 SMALL = ("agent.num_steps_per_env=8",)
@@ -28,32 +29,33 @@ def exported(tmp_path_factory):
     return trained, result
 
 
-def observations_met_by_a_random_agent(count):
-    env = make_env(TASK, 10)
-    generator = torch.Generator().manual_seed(0)
+def observations_met_by_a_random_agent(count, task=TASK):
+    env = make_env(task, 10)
+    act = random_policy(env, seed=0)
     seen, (observations, _) = [], env.reset(seed=0)
     while sum(len(batch) for batch in seen) < count:
         seen.append(observations)
-        observations, *_ = env.step(torch.rand(10, 1, generator=generator) * 4 - 2)
+        observations, *_ = env.step(act(observations))
     env.close()
     return torch.cat(seen)[:count]
 
 
-def live_policy(trained):
+def live_policy(trained, library="rsl_rl", task=TASK, algorithm="ppo"):
+    """The policy `rlrun play` acts with (deterministic), rebuilt by the adapter from the run's own config."""
     import yaml
 
-    library = get_library("rsl_rl")
     config = yaml.safe_load((trained.run_dir / "params" / "agent.yaml").read_text())
-    env = make_env(TASK, 1000)
+    env = make_env(task, 1000)
     job = PlayJob(
         env=env,
         config={key: value for key, value in config.items() if key not in RUN_KEYS},
         checkpoint=trained.checkpoint,
         device="cpu",
         deterministic=True,
-        algorithm="ppo",
+        algorithm=algorithm,
+        seed=0,
     )
-    return load_adapter(library).load_policy(job), env
+    return load_adapter(get_library(library)).load_policy(job), env
 
 
 def test_export_writes_both_files_in_the_run_directory_and_checks_them(exported):
@@ -101,3 +103,63 @@ def test_export_format_and_library_errors(capsys, exported):
     assert "'tflite' is not one of onnx, torchscript, both" in capsys.readouterr().err
     assert rlrun.main(["export", "--task", TASK, "--log_root", root, "--format", "torchscript"]) == 0
     assert "policy.pt" in capsys.readouterr().out
+
+
+CONTINUOUS, DISCRETE = "rlrun/Pendulum-v1", "rlrun/CartPole-v1"
+SMALL_RUNS = {
+    # case id: (library, algorithm, task, overrides for a short run that still moves the weights and statistics)
+    "skrl-ppo-continuous": ("skrl", "ppo", CONTINUOUS, ("agent.agent.rollouts=16",)),
+    "skrl-ppo-discrete": ("skrl", "ppo", DISCRETE, ("agent.agent.rollouts=16",)),
+    "skrl-sac": ("skrl", "sac", CONTINUOUS, ("agent.agent.random_timesteps=0", "agent.agent.learning_starts=8")),
+    "sb3-ppo-continuous": ("sb3", "ppo", CONTINUOUS, ("agent.n_steps=16", "agent.batch_size=64")),
+    "sb3-ppo-discrete": ("sb3", "ppo", DISCRETE, ("agent.n_steps=16", "agent.batch_size=64")),
+    "sb3-sac": ("sb3", "sac", CONTINUOUS, ("agent.learning_starts=8",)),
+    "sb3-td3": ("sb3", "td3", CONTINUOUS, ("agent.learning_starts=8",)),
+    "rl_games-continuous": ("rl_games", "ppo", CONTINUOUS, ("agent.params.config.minibatch_size=64",)),
+    "rl_games-discrete": ("rl_games", "ppo", DISCRETE, ("agent.params.config.minibatch_size=64",)),
+}
+
+
+@pytest.mark.parametrize("case", list(SMALL_RUNS))
+def test_every_pytorch_library_exports_what_its_live_policy_does(case, tmp_path):
+    library, algorithm, task, overrides = SMALL_RUNS[case]
+    root = str(tmp_path / "logs")
+    common = {"task": task, "library": library, "algorithm": algorithm, "log_root": root}
+    trained = rlrun.train(rlrun.TrainRequest(num_envs=8, max_iterations=8, overrides=overrides, **common))
+    result = rlrun.export(rlrun.ExportRequest(**common))
+    assert [path.parent for path in result.files] == [trained.run_dir / "exported"] * 2
+    assert max(result.max_abs_error.values()) < 1e-5  # the export's own check, on a rollout of the policy
+
+    observations = observations_met_by_a_random_agent(1000, task)
+    policy, env = live_policy(trained, library, task, algorithm)
+    with torch.inference_mode():
+        live = policy(observations).reshape(1000, -1).float()
+    env.close()
+    session = onnxruntime.InferenceSession(str(result.files[0]), providers=["CPUExecutionProvider"])
+    onnx_actions = torch.from_numpy(session.run(None, {"obs": observations.numpy()})[0])
+    with torch.inference_mode():
+        script_actions = torch.jit.load(str(result.files[1]))(observations)
+    space = env.single_action_space
+    for actions in (onnx_actions, script_actions):
+        if task == DISCRETE:
+            assert actions.shape == (1000,) and not actions.is_floating_point()
+            assert torch.equal(actions.reshape(1000, -1).float(), live)
+        else:  # the export acts before clipping to the action space, as the library's policy does
+            clipped = torch.clamp(actions, torch.as_tensor(space.low), torch.as_tensor(space.high))
+            assert float((clipped - live).abs().max()) < 1e-5
+    assert len(live.unique()) > 1  # the policy is not constant, so the comparison can fail
+
+
+def test_only_pytorch_agents_are_exported(capsys, tmp_path):
+    root = str(tmp_path / "logs")
+    small = ("agent.agent.rollouts=8", "agent.agent.mini_batches=1")
+    rlrun.train(
+        rlrun.TrainRequest(
+            task=CONTINUOUS, library="skrl", num_envs=4, max_iterations=1, log_root=root, overrides=small
+        )
+    )
+    argv = ["export", "--task", CONTINUOUS, "--library", "skrl", "--ml_framework", "jax", "--log_root", root]
+    assert rlrun.main(argv) == 2
+    error = capsys.readouterr().err
+    assert "rlrun exports PyTorch policies only" in error and "--ml_framework torch" in error
+    assert not list((tmp_path / "logs" / "skrl" / "rlrun_Pendulum-v1").glob("*/exported"))

@@ -19,6 +19,7 @@ import re
 import secrets
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -839,15 +840,26 @@ def _plan_export(call: Call, request: ExportRequest) -> tuple[_Plan, list[str]]:
         raise InvalidArgument(f"--format {request.format!r} is not one of {choices}.")
     _check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
     plan = _plan(call, request)
+    _check_exportable(plan, request.ml_framework if request.ml_framework in plan.library.frameworks else "torch")  # type: ignore[union-attr]
     _resolve_checkpoint(plan, request, request.checkpoint or "latest")
     _finish_plan(call, plan, request, plan.checkpoint_run.manifest if plan.checkpoint_run else {})
-    if not hasattr(plan.adapter, "export_policy"):
-        raise InvalidArgument(f"rlrun cannot export {plan.library.name} policies yet.")  # type: ignore[union-attr]
+    _check_exportable(plan, plan.ml_framework)
     call.import_modules(EXPORT_IMPORTS[: 3 if "onnx" in formats else 0] + ("onnxruntime",) * _has("onnxruntime"))
     _configs(plan, request.overrides)
     plan.num_envs = request.num_envs or 8
     plan.seed = _resolve_seed(request.seed, plan.agent_config.get("seed"))
     return plan, formats
+
+
+def _check_exportable(plan: _Plan, framework: str) -> None:
+    name = plan.library.name  # type: ignore[union-attr]
+    if not hasattr(plan.adapter, "export_policy"):
+        raise InvalidArgument(f"rlrun cannot export {name} policies yet.")
+    if framework != "torch":
+        raise InvalidArgument(
+            f"rlrun exports PyTorch policies only, and this {name} agent runs on {framework}; "
+            "train it with --ml_framework torch to export it."
+        )
 
 
 def _has(module: str) -> bool:
@@ -931,19 +943,22 @@ def _write_export(name: str, module: Any, observations: Any, path: str) -> None:
     import torch
 
     example = observations[:1]
+    traced = torch.jit.trace(module, example)  # ONNX from the trace: modules libraries script (rl_games) export too
     if name == "torchscript":
-        torch.jit.trace(module, example).save(path)
+        traced.save(path)
     else:
-        torch.onnx.export(
-            module,
-            (example,),
-            path,
-            input_names=["obs"],
-            output_names=["actions"],
-            dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
-            opset_version=18,
-            dynamo=False,
-        )
+        with warnings.catch_warnings():  # the exporter reads no signature from a traced module: nothing to act on
+            warnings.filterwarnings("ignore", message="no signature found", category=UserWarning)
+            torch.onnx.export(
+                traced,
+                (example,),
+                path,
+                input_names=["obs"],
+                output_names=["actions"],
+                dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
+                opset_version=18,
+                dynamo=False,
+            )
 
 
 def _run_export(name: str, path: Path, observations: Any) -> Any:

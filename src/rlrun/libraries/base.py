@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rlrun.errors import CorruptCheckpoint
+
 
 class Policy(Protocol):
     """Maps a batch of observations to a batch of actions, torch tensors on the run's device."""
@@ -88,3 +90,11 @@ class PlayJob:
     ml_framework: str = "torch"
     seed: int | None = None
     """The call's seed (the API has seeded the global RNGs with it); for a library that seeds its own."""
+
+
+def unreadable(path: Path, what: str, error: BaseException) -> CorruptCheckpoint:
+    """The error for a checkpoint file that a reader failed on, whatever it raised (a damaged file makes
+    unpicklers raise anything from `EOFError` to `IndexError`): its path, size and the reader's first line."""
+    size = path.stat().st_size if path.exists() else 0
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return CorruptCheckpoint(f"checkpoint {str(path)!r} ({size} bytes) cannot be read as {what}: {reason}")

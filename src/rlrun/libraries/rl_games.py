@@ -25,6 +25,8 @@ allowing those NumPy types only, and refuses files that do not pass before rl_ga
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import os
 import sys
 from pathlib import Path
@@ -33,7 +35,7 @@ from typing import Any
 from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.hermetic import Guard, register, torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
 
 IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
 ALGORITHMS = {"ppo": ("Box", "Discrete")}
@@ -98,8 +100,23 @@ def run_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
-    """One epoch of rl_games (`max_epochs` counts them) is `horizon_length` steps of every env."""
-    return int(config["params"]["config"]["horizon_length"]) * num_envs
+    """One epoch of rl_games (`max_epochs` counts them) is `horizon_length` steps of every env.
+
+    rlrun calls this before a run starts, so it also checks that the minibatches split that batch
+    evenly, which rl_games would only find once it had built the agent.
+    """
+    settings = config["params"]["config"]
+    batch = int(settings["horizon_length"]) * num_envs
+    if "minibatch_size" in settings or "minibatch_size_per_env" in settings:
+        minibatch = int(settings.get("minibatch_size", num_envs * int(settings.get("minibatch_size_per_env", 0))))
+        if minibatch <= 0 or batch % minibatch:
+            fitting = max(size for size in range(1, min(max(minibatch, 1), batch) + 1) if batch % size == 0)
+            raise InvalidArgument(
+                f"agent.params.config.minibatch_size {minibatch} does not split one epoch's batch of "
+                f"{batch} steps (horizon_length x num_envs); pass agent.params.config.minibatch_size={fitting} "
+                "or more --num_envs."
+            )
+    return batch
 
 
 def _numpy_globals() -> list[Any]:
@@ -114,20 +131,13 @@ def _numpy_globals() -> list[Any]:
 
 def _read_checkpoint(path: Path) -> dict[str, Any]:
     """Load an rl_games checkpoint with `weights_only=True`, allowing the NumPy scalars rl_games stores."""
-    import pickle
-    import zipfile
-
     import torch
 
     try:
         with torch.serialization.safe_globals(_numpy_globals()):
             state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as error:
-        size = path.stat().st_size if path.exists() else 0
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as an rl_games checkpoint: {reason}"
-        ) from error
+    except Exception as error:
+        raise unreadable(path, "an rl_games checkpoint", error) from error
     missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
     if missing:
         raise CorruptCheckpoint(
@@ -288,6 +298,18 @@ def train(job: TrainJob) -> TrainOutcome:
 
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the agent's network with rl_games' own player, load the checkpoint, return its actions."""
+    player = _player(job)
+    deterministic = job.deterministic
+
+    def policy(observations: Any) -> Any:
+        actions = player.get_action(observations, is_deterministic=deterministic)
+        return actions.reshape(observations.shape[0], *job.env.single_action_space.shape)
+
+    return policy
+
+
+def _player(job: PlayJob) -> Any:
+    """rl_games' own player for the agent, with the checkpoint restored."""
     from rl_games.algos_torch import players
 
     vec_env = RlGamesVecEnv(job.env, None)
@@ -296,10 +318,46 @@ def load_policy(job: PlayJob) -> Policy:
     player = player_class[params["algo"]["name"]](params)
     player.restore(str(job.checkpoint))
     player.has_batch_dimension = True
-    deterministic = job.deterministic
+    return player
 
-    def policy(observations: Any) -> Any:
-        actions = player.get_action(observations, is_deterministic=deterministic)
-        return actions.reshape(observations.shape[0], *job.env.single_action_space.shape)
 
-    return policy
+# --- export -------------------------------------------------------------------------------------------------
+
+
+def export_policy(job: PlayJob) -> Any:
+    """The player's deterministic action on the CPU: input normalisation, network, mean action clipped to
+    [-1, 1] and rescaled to the action space (rl_games' `clip_actions`), or the most likely discrete action."""
+    player = _player(dataclasses.replace(job, device="cpu"))
+    if player.is_rnn:
+        raise InvalidArgument(
+            "rlrun cannot export recurrent rl_games policies yet; drop agent.params.network.rnn to export."
+        )
+    return _export_class()(player)
+
+
+@functools.cache
+def _export_class() -> type:
+    import torch
+
+    class RlGamesDeterministicPolicy(torch.nn.Module):
+        """rl_games' `get_action(is_deterministic=True)` as a plain module."""
+
+        def __init__(self, player: Any) -> None:
+            super().__init__()
+            self.model = player.model
+            self.discrete = not hasattr(player, "actions_low")
+            self.clip = not self.discrete and bool(player.clip_actions)
+            if self.clip:
+                self.register_buffer("low", player.actions_low.detach().float().clone())
+                self.register_buffer("high", player.actions_high.detach().float().clone())
+
+        def forward(self, observations: Any) -> Any:
+            inputs = {"obs": self.model.norm_obs(observations), "rnn_states": None, "is_train": False}
+            head = self.model.a2c_network(inputs)[0]
+            if self.discrete:
+                return head.argmax(dim=-1)
+            if not self.clip:
+                return head
+            return torch.clamp(head, -1.0, 1.0) * (self.high - self.low) / 2.0 + (self.high + self.low) / 2.0
+
+    return RlGamesDeterministicPolicy

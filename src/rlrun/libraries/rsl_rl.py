@@ -17,7 +17,7 @@ from typing import Any
 from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint
 from rlrun.hermetic import torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
 
 IMPORTS = {"torch": ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")}
 ALGORITHMS = {"ppo": ("Box",)}
@@ -36,19 +36,12 @@ def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
 
 def check_checkpoint(path: Path) -> None:
     """Load the file with `weights_only=True` and check it holds an RSL-RL runner state."""
-    import pickle
-    import zipfile
-
     import torch
 
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, ValueError) as error:
-        size = path.stat().st_size if path.exists() else 0
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as an RSL-RL checkpoint: {reason}"
-        ) from error
+    except Exception as error:
+        raise unreadable(path, "an RSL-RL checkpoint", error) from error
     missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
     if missing:
         raise CorruptCheckpoint(

@@ -40,7 +40,7 @@ from typing import Any
 from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
 
 IMPORTS = {"torch": ("stable_baselines3", "torch.utils.tensorboard")}
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "a2c": ("Box", "Discrete"), "sac": ("Box",), "td3": ("Box",)}
@@ -109,19 +109,12 @@ def check_checkpoint(path: Path) -> None:
 
 def saved_algorithm(path: Path) -> str:
     """The algorithm (`ppo`, `a2c`, `sac`, `td3`) that saved the SB3 model at `path`; `CorruptCheckpoint` if none."""
-    import pickle
-    import zipfile
-
-    size = path.stat().st_size if path.exists() else 0
     try:
         data, state = _read_model_zip(path)
     except CorruptCheckpoint:
         raise
-    except (OSError, EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as a Stable-Baselines3 model: {reason}"
-        ) from error
+    except Exception as error:
+        raise unreadable(path, "a Stable-Baselines3 model", error) from error
     policy_class = data.get("policy_class") if isinstance(data, dict) else None
     module = policy_class.get("__module__") if isinstance(policy_class, dict) else None
     if module not in POLICY_MODULES or not isinstance(state, dict):
@@ -437,3 +430,52 @@ def load_policy(job: PlayJob) -> Policy:
         return torch.as_tensor(actions, device=observations.device)
 
     return policy
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+
+def export_policy(job: PlayJob) -> Any:
+    """The model's deterministic policy on the CPU, as `predict(deterministic=True)` computes it before clipping."""
+    _check_saved_algorithm(job.checkpoint, job.algorithm)
+    model = _algorithm_class(job.algorithm).load(job.checkpoint, device="cpu")
+    return _export_class()(model.policy, job.algorithm, model.action_space)
+
+
+@functools.cache
+def _export_class() -> type:
+    import torch
+    from stable_baselines3.common.policies import BaseModel
+
+    class Sb3DeterministicPolicy(torch.nn.Module):
+        """Observations in, actions out: PPO and A2C the action net's mean (argmax for Discrete), SAC and
+        TD3 the squashed actor output scaled to the action space's bounds, as SB3's `predict` does."""
+
+        def __init__(self, policy: Any, algorithm: str, action_space: Any) -> None:
+            super().__init__()
+            self.policy = policy
+            self.algorithm = algorithm
+            self.discrete = type(action_space).__name__ == "Discrete"
+            self.squashed = algorithm in ("sac", "td3") or bool(getattr(policy, "squash_output", False))
+            if not self.discrete:
+                self.register_buffer("low", torch.as_tensor(action_space.low, dtype=torch.float32))
+                self.register_buffer("high", torch.as_tensor(action_space.high, dtype=torch.float32))
+
+        def forward(self, observations: Any) -> Any:
+            if self.algorithm == "sac":
+                actions = torch.tanh(self.policy.actor.get_action_dist_params(observations)[0])
+            elif self.algorithm == "td3":
+                actions = self.policy.actor(observations)  # its last layer is a tanh
+            else:
+                policy = self.policy
+                features = BaseModel.extract_features(policy, observations, policy.pi_features_extractor)
+                actions = policy.action_net(policy.mlp_extractor.forward_actor(features))
+                if self.discrete:
+                    return actions.argmax(dim=-1)
+                if self.squashed:
+                    actions = torch.tanh(actions)
+            if self.squashed:
+                return self.low + 0.5 * (actions + 1.0) * (self.high - self.low)
+            return actions
+
+    return Sb3DeterministicPolicy

@@ -44,7 +44,7 @@ from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.hermetic import attributes_guard, register, torch_backend_flags
 from rlrun.hermetic.registry import Guard, module_loaded
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
 
 IMPORTS = {
     "torch": (
@@ -204,12 +204,8 @@ def check_checkpoint(path: Path) -> None:
             state = torch.load(path, map_location="cpu", weights_only=True)
         else:
             state = _read_jax_checkpoint(path)
-    except (OSError, EOFError, RuntimeError, pickle.UnpicklingError, ValueError, TypeError, ImportError) as error:
-        size = path.stat().st_size if path.exists() else 0
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} ({size} bytes) cannot be read as a SKRL agent checkpoint: {reason}"
-        ) from error
+    except Exception as error:
+        raise unreadable(path, "a SKRL agent checkpoint", error) from error
     if not isinstance(state, dict) or "policy" not in state:
         raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not a SKRL agent checkpoint (no 'policy' module).")
 
@@ -491,12 +487,18 @@ def train(job: TrainJob) -> TrainOutcome:
 
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the agent with SKRL's `Runner` (no writer, no checkpoints), load the checkpoint, return its policy."""
+    agent, env = _agent(job)
+    return _policy(agent, env, job.ml_framework, job.deterministic)
 
+
+def _agent(job: PlayJob) -> tuple[Any, Any]:
+    """The agent rebuilt by SKRL's `Runner` (no writer, no checkpoints), checkpoint loaded, in eval mode,
+    and SKRL's view of the env."""
     _check_framework_of(job.checkpoint, job.ml_framework)
     env = wrap_env(job.env, job.ml_framework, job.device, None)
     config = runner_config(
         job.config,
-        seed=job.seed,
+        seed=job.seed if job.seed is not None else 0,
         timesteps=1,
         run_dir=job.checkpoint.parent,
         action_space=env.action_space,
@@ -505,7 +507,7 @@ def load_policy(job: PlayJob) -> Policy:
     agent = make_runner(env, config, job.ml_framework).agent
     agent.load(str(job.checkpoint))
     agent.enable_training_mode(False, apply_to_models=True)
-    return _policy(agent, env, job.ml_framework, job.deterministic)
+    return agent, env
 
 
 def _policy(agent: Any, env: Any, framework: str, deterministic: bool) -> Policy:
@@ -534,3 +536,45 @@ def _policy(agent: Any, env: Any, framework: str, deterministic: bool) -> Policy
         return choose(actions, outputs)
 
     return torch_policy
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+
+def export_policy(job: PlayJob) -> Any:
+    """The PyTorch agent's deterministic policy on the CPU: observation preprocessor, policy network, mean
+    action (clipped where the model clips its mean) or, for Discrete actions, the most likely one."""
+    if job.ml_framework != "torch":
+        raise InvalidArgument("rlrun exports SKRL's PyTorch agents only; train with --ml_framework torch to export.")
+    agent, _ = _agent(job)
+    return _export_class()(agent, type(job.env.single_action_space).__name__ == "Discrete").to("cpu")
+
+
+@functools.cache
+def _export_class() -> type:
+    import torch
+
+    class SkrlDeterministicPolicy(torch.nn.Module):
+        """SKRL's `act` without sampling: what rlrun's `play` does with the agent by default."""
+
+        def __init__(self, agent: Any, discrete: bool) -> None:
+            super().__init__()
+            preprocessor = agent._observation_preprocessor
+            self.preprocessor = preprocessor if isinstance(preprocessor, torch.nn.Module) else None
+            self.policy = agent.policy
+            self.discrete = discrete
+            self.clip = not discrete and bool(getattr(agent.policy, "_g_clip_mean_actions", False))
+            if self.clip:
+                self.register_buffer("low", torch.as_tensor(agent.policy._g_min_actions).float())
+                self.register_buffer("high", torch.as_tensor(agent.policy._g_max_actions).float())
+
+        def forward(self, observations: Any) -> Any:
+            observations = observations.reshape(observations.shape[0], -1)
+            if self.preprocessor is not None:
+                observations = self.preprocessor(observations)
+            output, _ = self.policy.compute({"observations": observations, "states": None}, role="policy")
+            if self.discrete:
+                return output.argmax(dim=-1)
+            return torch.clamp(output, self.low, self.high) if self.clip else output
+
+    return SkrlDeterministicPolicy
