@@ -688,6 +688,16 @@ def _console(run_dir: Path, verbose: bool) -> Iterator[None]:
         yield
 
 
+def _resumed_iteration(plan: _Plan) -> int:
+    """The iteration the parent run recorded for the checkpoint being resumed (0 for a file outside a run)."""
+    if plan.checkpoint is None or plan.checkpoint_run is None:
+        return 0
+    for entry in plan.checkpoint_run.checkpoints:
+        if (plan.checkpoint_run.path / entry["file"]).resolve() == plan.checkpoint.resolve():
+            return int(entry.get("iteration") or 0)
+    return 0
+
+
 def train_in(call: Call, request: TrainRequest, progress: Progress | None = None) -> TrainResult:
     """`train` within an already open hermetic call (the CLI opens one around argument parsing)."""
     plan = _plan_train(call, request)
@@ -743,6 +753,7 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
                 run_dir=record.dir,
                 save_checkpoint=save_checkpoint,
                 resume_from=plan.checkpoint,
+                resume_iteration=_resumed_iteration(plan),
                 deterministic=request.deterministic,
                 algorithm=plan.algorithm,
                 ml_framework=plan.ml_framework,

@@ -301,7 +301,7 @@ def test_the_default_library_of_discrete_cartpole_is_sb3_and_it_plays_back(log_r
 def test_a_run_resumes_from_its_checkpoint(log_root):
     first = train(log_root, max_iterations=2)
     resumed = train(log_root, max_iterations=1, resume=True)
-    assert resumed.iterations == 1 and resumed.checkpoint.name == "model_1.zip"
+    assert resumed.iterations == first.iterations + 1 and resumed.checkpoint.name == f"model_{resumed.iterations}.zip"
     assert PPO.load(resumed.checkpoint).num_timesteps == first.env_steps + resumed.env_steps
 
 

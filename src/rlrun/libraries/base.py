@@ -61,6 +61,9 @@ class TrainJob:
     """`save_checkpoint(file_name, write(path), iteration)`: writes atomically and records it in run.json."""
     resume_from: Path | None = None
     """A checkpoint to continue from (`--resume`)."""
+    resume_iteration: int = 0
+    """The iteration the parent run recorded for `resume_from`: counters continue from it where the
+    checkpoint does not hold them itself."""
     deterministic: bool = False
     """The user asked for deterministic torch algorithms; the adapter's flag policy must agree."""
     algorithm: str = ""

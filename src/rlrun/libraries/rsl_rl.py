@@ -113,8 +113,8 @@ def train(job: TrainJob) -> TrainOutcome:
     write = runner.save
 
     def save(path: str, infos: dict[str, Any] | None = None) -> None:
-        iteration = int(Path(path).stem.rsplit("_", 1)[-1])
-        saved.append(job.save_checkpoint(Path(path).name, lambda temporary: write(temporary, infos), iteration))
+        index = int(Path(path).stem.rsplit("_", 1)[-1])  # RSL-RL names a checkpoint by its last iteration's index
+        saved.append(job.save_checkpoint(Path(path).name, lambda temporary: write(temporary, infos), index + 1))
 
     runner.save = save  # RSL-RL writes model_<it>.pt with a bare torch.save; go through rlrun's atomic writer
     try:

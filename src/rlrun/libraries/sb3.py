@@ -265,17 +265,18 @@ def __getattr__(name: str) -> Any:
 
 
 class CheckpointCallbackMixin:
-    """Counts iterations (one per rollout) and saves every `save_interval` of them once their update is done."""
+    """Counts iterations (one per rollout, on from `first`: a resumed run's parent's count) and saves every
+    `save_interval` of them once their update is done."""
 
-    def __init__(self, save: Any, save_interval: int) -> None:
+    def __init__(self, save: Any, save_interval: int, first: int = 0) -> None:
         super().__init__()  # type: ignore[call-arg]
         self.save = save
         self.save_interval = save_interval
-        self.iterations = 0
+        self.iterations = self.first = first
 
     def _on_rollout_start(self) -> None:
         # The previous iteration's update has run: that is the model a checkpoint of it must hold.
-        if self.iterations > 0 and self.iterations % self.save_interval == 0:
+        if self.iterations > self.first and self.iterations % self.save_interval == 0:
             self.save(self.iterations)
 
     def _on_rollout_end(self) -> None:
@@ -394,7 +395,7 @@ def train(job: TrainJob) -> TrainOutcome:
     def save(iterations: int) -> None:
         saved.append(job.save_checkpoint(f"model_{iterations}.zip", _save(model), iterations))
 
-    checkpoints = _callback_class()(save, int(job.config.get("save_interval", 50)))
+    checkpoints = _callback_class()(save, int(job.config.get("save_interval", 50)), job.resume_iteration)
     logger = configure(str(job.run_dir), ["stdout", "tensorboard"])
     try:
         model.set_logger(logger)

@@ -235,11 +235,13 @@ class CheckpointWriter:
     """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoint` (atomic, recorded in run.json).
 
     `best_agent` is written before `agent_<timestep>` (both hold the same weights when SKRL has just
-    found a new best), so that the newest checkpoint in run.json is the newest state.
+    found a new best), so that the newest checkpoint in run.json is the newest state. SKRL's trainer
+    counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
     """
 
     def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
         self.agent, self.job, self.per_iteration = agent, job, per_iteration
+        self.first_timestep = job.resume_iteration * per_iteration
         self.extension = EXTENSIONS[job.ml_framework]
         self.saved: list[Path] = []
         self.last_timestep: int | None = None
@@ -254,12 +256,14 @@ class CheckpointWriter:
             )
             best["saved"] = True
         current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
-        self.save(f"agent_{timestep}", current, timestep)
+        self.save("agent_{}", current, timestep)
         self.last_timestep = timestep
 
     def save(self, name: str, modules: dict[str, Any], timestep: int) -> None:
+        """Save under `name` (`{}` becomes the timestep counted over resumed runs); `timestep` is this run's."""
+        timestep += self.first_timestep
         write = functools.partial(_write_modules, self.job.ml_framework, modules)
-        file_name = f"{CHECKPOINT_DIRECTORY}/{name}{self.extension}"
+        file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
         self.saved.append(self.job.save_checkpoint(file_name, write, timestep // self.per_iteration))
 
 
@@ -482,7 +486,7 @@ def train(job: TrainJob) -> TrainOutcome:
             checkpoints(timestep=timesteps, timesteps=timesteps)
     finally:
         _close(runner, monitor)
-    return TrainOutcome(iterations=job.max_iterations, checkpoint=checkpoints.saved[-1])
+    return TrainOutcome(iterations=job.resume_iteration + job.max_iterations, checkpoint=checkpoints.saved[-1])
 
 
 def load_policy(job: PlayJob) -> Policy:

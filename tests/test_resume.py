@@ -1,0 +1,58 @@
+"""`train --resume` continues a run for every library: counters, optimiser state, the parent on record.
+
+Each library trains N iterations straight through and N/2 + resume + N/2, and the two must end on the
+same iteration count, checkpoint name, env-step total and optimiser step count (Adam's count goes on
+from the parent's only if the optimiser state was loaded with the weights). Bitwise equality of the
+two histories, where RSL-RL makes it possible, is tested in tests/libraries/test_rsl_rl.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import pytest
+import torch
+
+import rlrun
+
+TASK = "rlrun/Pendulum-v1"
+RUNS = {
+    "rsl_rl": ("agent.num_steps_per_env=8",),
+    "skrl": ("agent.agent.rollouts=8", "agent.agent.mini_batches=2"),
+    "sb3": ("agent.n_steps=8", "agent.batch_size=32", "agent.save_interval=1"),
+    "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=32"),
+}
+
+
+def optimiser_steps(library, checkpoint):
+    """Adam's step count for the first parameter, read from the library's own checkpoint format."""
+    if library == "sb3":
+        with zipfile.ZipFile(checkpoint) as archive:
+            state = torch.load(io.BytesIO(archive.read("policy.optimizer.pth")), weights_only=True)
+    else:
+        state = torch.load(checkpoint, weights_only=False)
+        state = {"rsl_rl": state.get("optimizer_state_dict"), "skrl": state.get("optimizer")}.get(
+            library, state.get("optimizer")
+        )
+    return int(state["state"][0]["step"])
+
+
+@pytest.mark.parametrize("library", list(RUNS))
+def test_half_and_resumed_half_end_where_the_straight_run_ends(library, tmp_path):
+    common = {"task": TASK, "library": library, "num_envs": 8, "seed": 3, "overrides": RUNS[library]}
+    straight = rlrun.train(rlrun.TrainRequest(**common, max_iterations=4, log_root=str(tmp_path / "straight")))
+    halves = str(tmp_path / "halves")
+    first = rlrun.train(rlrun.TrainRequest(**common, max_iterations=2, log_root=halves))
+    resumed = rlrun.train(rlrun.TrainRequest(**common, max_iterations=2, log_root=halves, resume=True))
+
+    assert first.iterations == 2 and resumed.iterations == straight.iterations == 4
+    assert resumed.checkpoint.name == straight.checkpoint.name
+    assert first.env_steps + resumed.env_steps == straight.env_steps
+    steps = [optimiser_steps(library, result.checkpoint) for result in (first, resumed, straight)]
+    assert steps[0] > 0 and steps[1] == steps[2] == 2 * steps[0]
+    manifest = json.loads((resumed.run_dir / "run.json").read_text())
+    assert manifest["parent"]["checkpoint"] == str(first.checkpoint)
+    recorded = [entry["iteration"] for entry in manifest["checkpoints"]]
+    assert recorded[-1] == 4 and all(iteration >= 2 for iteration in recorded)
