@@ -1,4 +1,5 @@
-"""Test helpers: a task that changes every guarded global like a careless library, then fails on request.
+"""Test helpers: a task that changes every guarded global like a careless library, then fails on request;
+the order-independence check every library's tests run.
 
 `rlrun_test/Meddling-v0` is rlrun's Pendulum with three extra constructor arguments (so they can be set
 with `env.meddle_at=...` overrides like any task keyword):
@@ -18,8 +19,12 @@ import multiprocessing
 import os
 import random
 import signal
+import subprocess
 import sys
 import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -162,3 +167,45 @@ CONTRACT_CASES = {
     ),
 }
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""
+
+
+ALONE_IN_A_FRESH_PROCESS = """
+import sys
+import rlrun
+result = rlrun.train(rlrun.TrainRequest(log_root=sys.argv[1], **{spec!r}))
+print(result.checkpoint)
+print(repr(result.mean_return))
+"""
+
+
+def assert_bitwise_equal(first: dict[str, Any], second: dict[str, Any]) -> None:
+    assert first.keys() == second.keys()
+    for key in first:
+        assert torch.equal(first[key], second[key]), f"{key} differs"
+
+
+def assert_order_independent(tmp_path: Path, a: dict[str, Any], b: dict[str, Any], weights: Callable[[Path], dict]):
+    """Train A, then B, then A again in this process, and A alone in a fresh one (`a`, `b`: TrainRequest
+    keywords): the three A runs must give the same mean return and bitwise-equal `weights(checkpoint)`."""
+    import rlrun
+
+    def train(name: str, spec: dict[str, Any]) -> Any:
+        return rlrun.train(rlrun.TrainRequest(log_root=str(tmp_path / name), **spec))
+
+    first = train("first", a)
+    train("between", b)
+    again = train("again", a)
+    assert first.mean_return == again.mean_return and first.env_steps == again.env_steps
+    assert_bitwise_equal(weights(first.checkpoint), weights(again.checkpoint))
+
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    output = subprocess.run(
+        [sys.executable, "-c", ALONE_IN_A_FRESH_PROCESS.format(spec=a), str(tmp_path / "fresh")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=environment,
+        timeout=300,
+    ).stdout.splitlines()
+    assert float(output[-1]) == first.mean_return
+    assert_bitwise_equal(weights(first.checkpoint), weights(Path(output[-2])))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.hermetic import GUARDS, census, hermetic_call
 from rlrun.libraries import rl_games
 from rlrun.libraries.base import TrainJob
+from support import assert_bitwise_equal, assert_order_independent
 
 SMALL = (
     "agent.params.config.horizon_length=8",
@@ -39,12 +38,6 @@ def small_train(log_root, task="rlrun/Pendulum-v1", progress=None, **fields):
 
 def model_weights(checkpoint):
     return rl_games._read_checkpoint(Path(checkpoint))["model"]
-
-
-def assert_bitwise_equal(first, second):
-    assert first.keys() == second.keys()
-    for key in first:
-        assert torch.equal(first[key], second[key]), f"{key} differs"
 
 
 # --- learning -----------------------------------------------------------------------------------------------
@@ -125,38 +118,11 @@ OVERRIDES = (
     "agent.params.network.mlp.units=[32,32]",
 )
 
-SUBPROCESS = """
-import sys
-import rlrun
-result = rlrun.train(rlrun.TrainRequest(library="rl_games", log_root=sys.argv[1], overrides={o!r}, **{a!r}))
-print(result.checkpoint)
-print(repr(result.mean_return))
-"""
-
-
-def ordered_train(log_root, spec):
-    return rlrun.train(rlrun.TrainRequest(library="rl_games", log_root=str(log_root), overrides=OVERRIDES, **spec))
-
 
 @pytest.mark.slow
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
-    first = ordered_train(tmp_path / "first", A)
-    ordered_train(tmp_path / "between", B)
-    again = ordered_train(tmp_path / "again", A)
-    assert first.mean_return == again.mean_return and first.env_steps == again.env_steps
-    assert_bitwise_equal(model_weights(first.checkpoint), model_weights(again.checkpoint))
-
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    output = subprocess.run(
-        [sys.executable, "-c", SUBPROCESS.format(a=A, o=OVERRIDES), str(tmp_path / "fresh")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=environment,
-        timeout=300,
-    ).stdout.splitlines()
-    assert float(output[-1]) == first.mean_return
-    assert_bitwise_equal(model_weights(first.checkpoint), model_weights(Path(output[-2])))
+    spec = {"library": "rl_games", "overrides": OVERRIDES}
+    assert_order_independent(tmp_path, {**spec, **A}, {**spec, **B}, model_weights)
 
 
 # --- adapter specifics ----------------------------------------------------------------------------------------

@@ -7,11 +7,8 @@ import io
 import json
 import os
 import pickle
-import subprocess
-import sys
 import zipfile
 from importlib import resources
-from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -26,6 +23,7 @@ import rlrun
 from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.libraries import sb3
+from support import assert_order_independent
 
 CARTPOLE, PENDULUM = "rlrun/CartPole-v1", "rlrun/Pendulum-v1"
 TINY_PPO = ("agent.n_steps=8", "agent.batch_size=32", "agent.n_epochs=2", "agent.policy_kwargs.net_arch=[16,16]")
@@ -372,13 +370,6 @@ def test_sac_learns_pendulum_and_plays_it_back(log_root):
 
 A = {"task": CARTPOLE, "algorithm": "ppo", "seed": 1, "num_envs": 8, "max_iterations": 3, "overrides": TINY_PPO}
 B = {"task": PENDULUM, "algorithm": "sac", "seed": 2, "num_envs": 4, "max_iterations": 30, "overrides": TINY_OFF_POLICY}
-SUBPROCESS = """
-import sys
-import rlrun
-result = rlrun.train(rlrun.TrainRequest(library="sb3", log_root=sys.argv[1], **{a!r}))
-print(result.checkpoint)
-print(repr(result.mean_return))
-"""
 
 
 def weights(checkpoint):
@@ -386,31 +377,6 @@ def weights(checkpoint):
         return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
 
 
-def assert_bitwise_equal(first, second):
-    assert first.keys() == second.keys()
-    for key in first:
-        assert torch.equal(first[key], second[key]), f"{key} differs"
-
-
 @pytest.mark.slow
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
-    def run(name, spec):
-        return rlrun.train(rlrun.TrainRequest(library="sb3", log_root=str(tmp_path / name), **spec))
-
-    first = run("first", A)
-    run("between", B)
-    again = run("again", A)
-    assert first.mean_return == again.mean_return and first.env_steps == again.env_steps
-    assert_bitwise_equal(weights(first.checkpoint), weights(again.checkpoint))
-
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
-    output = subprocess.run(
-        [sys.executable, "-c", SUBPROCESS.format(a=A), str(tmp_path / "fresh")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=environment,
-        timeout=300,
-    ).stdout.splitlines()
-    assert float(output[-1]) == first.mean_return
-    assert_bitwise_equal(weights(first.checkpoint), weights(Path(output[-2])))
+    assert_order_independent(tmp_path, {"library": "sb3", **A}, {"library": "sb3", **B}, weights)

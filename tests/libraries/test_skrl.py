@@ -7,8 +7,6 @@ import importlib
 import json
 import os
 import pickle
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import GUARDS, census, hermetic_call
 from rlrun.libraries import rsl_rl
 from rlrun.libraries import skrl as adapter
+from support import assert_order_independent
 
 CARTPOLE = "rlrun/CartPole-v1"
 PENDULUM = "rlrun/Pendulum-v1"
@@ -84,36 +83,12 @@ def test_jax_improves_on_cartpole_and_plays_it_back(log_root):
 
 A = {"task": CARTPOLE, "seed": 1, "num_envs": 16, "max_iterations": 4}
 B = {"task": PENDULUM, "seed": 2, "num_envs": 8, "max_iterations": 3}
-SUBPROCESS = """
-import sys
-import rlrun
-result = rlrun.train(rlrun.TrainRequest(library="skrl", log_root=sys.argv[1], overrides={small!r}, **{a!r}))
-print(result.checkpoint)
-print(repr(result.mean_return))
-"""
 
 
 @pytest.mark.slow
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
-    first = train(tmp_path / "first", **A)
-    train(tmp_path / "between", **B)
-    again = train(tmp_path / "again", **A)
-    assert first.mean_return == again.mean_return and first.env_steps == again.env_steps
-    expected = weights(first.checkpoint)
-    assert all(torch.equal(value, weights(again.checkpoint)[key]) for key, value in expected.items())
-
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path])}
-    output = subprocess.run(
-        [sys.executable, "-c", SUBPROCESS.format(a=A, small=SMALL), str(tmp_path / "fresh")],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=environment,
-        timeout=300,
-    ).stdout.splitlines()
-    assert float(output[-1]) == first.mean_return
-    fresh = weights(Path(output[-2]))
-    assert all(torch.equal(value, fresh[key]) for key, value in expected.items())
+    spec = {"library": "skrl", "overrides": SMALL}
+    assert_order_independent(tmp_path, {**spec, **A}, {**spec, **B}, weights)
 
 
 @pytest.mark.slow
