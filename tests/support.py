@@ -169,6 +169,14 @@ CONTRACT_CASES = {
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""
 
 
+SHORT_RUNS = {
+    "rsl_rl": ("agent.num_steps_per_env=8",),
+    "skrl": ("agent.agent.rollouts=8", "agent.agent.mini_batches=2"),
+    "sb3": ("agent.n_steps=8", "agent.batch_size=32", "agent.save_interval=1"),
+    "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=32"),
+}
+"""Per PyTorch library, overrides for short runs of `rlrun/Pendulum-v1` with 8 envs (a second or two)."""
+
 ALONE_IN_A_FRESH_PROCESS = """
 import sys
 import rlrun

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
+import rlrun
 from rlrun import runs
 from rlrun.libraries import rsl_rl
+from support import SHORT_RUNS
 
 TASK = "rlrun/CartPoleContinuous-v1"
 
@@ -110,3 +112,28 @@ def test_temporaries_of_dead_writers_are_swept_and_live_ones_kept(tmp_path):
     mine.write_bytes(b"being written")
     runs.atomic_write_text(tmp_path / "run.json", "{}")
     assert not stale.exists() and mine.exists()
+
+
+@pytest.mark.parametrize("library", list(SHORT_RUNS))
+def test_every_library_writes_its_checkpoints_through_rlruns_atomic_writer(library, tmp_path, monkeypatch):
+    """Only the atomic writer records checkpoints in run.json, so a checkpoint file on disk that run.json
+    does not list was written some other way (and could be left half-written by a kill)."""
+    writes = []
+    monkeypatch.setattr(
+        runs, "atomic_save", lambda path, write, _save=runs.atomic_save: writes.append(path) or _save(path, write)
+    )
+    result = rlrun.train(
+        rlrun.TrainRequest(
+            task="rlrun/Pendulum-v1",
+            library=library,
+            num_envs=8,
+            max_iterations=3,
+            log_root=str(tmp_path),
+            overrides=SHORT_RUNS[library],
+        )
+    )
+    on_disk = {path for path in result.run_dir.rglob("*") if path.suffix in (".pt", ".pth", ".zip", ".pickle")}
+    manifest = json.loads((result.run_dir / "run.json").read_text())
+    recorded = {result.run_dir / entry["file"] for entry in manifest["checkpoints"]}
+    assert on_disk and on_disk == recorded <= set(writes)
+    assert not list(result.run_dir.rglob("*.rlrun-tmp"))

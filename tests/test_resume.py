@@ -16,14 +16,9 @@ import pytest
 import torch
 
 import rlrun
+from support import SHORT_RUNS as RUNS
 
 TASK = "rlrun/Pendulum-v1"
-RUNS = {
-    "rsl_rl": ("agent.num_steps_per_env=8",),
-    "skrl": ("agent.agent.rollouts=8", "agent.agent.mini_batches=2"),
-    "sb3": ("agent.n_steps=8", "agent.batch_size=32", "agent.save_interval=1"),
-    "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=32"),
-}
 
 
 def optimiser_steps(library, checkpoint):

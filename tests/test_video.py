@@ -7,7 +7,7 @@ import pytest
 
 import rlrun
 from rlrun import api
-from support import SMALL_RSL_RL
+from support import SHORT_RUNS, SMALL_RSL_RL
 
 
 def frames(path):
@@ -89,3 +89,19 @@ def test_video_needs_moviepy_and_says_how_to_get_it(monkeypatch, capsys, log_roo
     assert rlrun.main(["random", "--task", "rlrun/Pendulum-v1", "--video", "--log_root", str(log_root)]) == 2
     assert "pip install 'rlrun[video]'" in capsys.readouterr().err
     assert not log_root.exists()
+
+
+@pytest.mark.parametrize("library", list(SHORT_RUNS))
+def test_every_library_records_its_training_and_its_play(library, log_root):
+    common = {"task": "rlrun/Pendulum-v1", "library": library, "log_root": str(log_root), "video": True}
+    trained = rlrun.train(
+        rlrun.TrainRequest(**common, num_envs=8, max_iterations=2, overrides=SHORT_RUNS[library], video_length=6)
+    )
+    played = rlrun.play(rlrun.PlayRequest(**common, num_envs=2, num_episodes=1, video_length=6))
+    (train_clip,) = trained.videos
+    (play_clip,) = played.videos
+    assert train_clip.parent == trained.run_dir / "videos" / "train"
+    assert play_clip.parent == trained.run_dir / "videos" / "play"
+    for clip in (train_clip, play_clip):
+        images = frames(clip)
+        assert len(images) in clip_lengths(6) and len({image.tobytes() for image in images}) > 1
