@@ -679,12 +679,28 @@ class _RunRecord:
 
 
 @contextlib.contextmanager
-def _console(run_dir: Path, verbose: bool) -> Iterator[None]:
-    """Send the library's console output (stdout) to `<run_dir>/console.log` unless `verbose`."""
+def _console(plan: _Plan, verbose: bool, run_dir: Path | None = None) -> Iterator[None]:
+    """Send the library's console output to `<run_dir>/console.log` (nowhere without a run directory)
+    unless `verbose`: what it prints (stdout) and what its loggers (the adapter's `LOGGERS`) write.
+
+    The loggers get one handler writing there for the span, then their own handlers back (the logging
+    guard would restore them too).
+    """
     if verbose:
         yield
         return
-    with open(run_dir / "console.log", "a", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+    import logging
+
+    with contextlib.ExitStack() as stack:
+        log = None if run_dir is None else stack.enter_context(open(run_dir / "console.log", "a", encoding="utf-8"))
+        stack.enter_context(contextlib.redirect_stdout(log))  # type: ignore[type-var]
+        for name in getattr(plan.adapter, "LOGGERS", ()):
+            logger = logging.getLogger(name)
+            handler: logging.Handler = logging.NullHandler() if log is None else logging.StreamHandler(log)
+            if logger.handlers and logger.handlers[0].formatter is not None:
+                handler.setFormatter(logger.handlers[0].formatter)
+            stack.callback(setattr, logger, "handlers", logger.handlers)
+            logger.handlers = [handler]
         yield
 
 
@@ -758,7 +774,7 @@ def train_in(call: Call, request: TrainRequest, progress: Progress | None = None
                 algorithm=plan.algorithm,
                 ml_framework=plan.ml_framework,
             )
-            with _console(record.dir, request.verbose):
+            with _console(plan, request.verbose, record.dir):
                 outcome = plan.adapter.train(job)
             wall = time.perf_counter() - started
             env.close()  # writes the last video clip
@@ -812,8 +828,7 @@ def play_in(call: Call, request: PlayRequest, progress: Progress | None = None) 
                 ml_framework=plan.ml_framework,
                 seed=plan.seed,
             )
-            sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
-            with sink:
+            with _console(plan, request.verbose):
                 policy = plan.adapter.load_policy(job)
             video = None
             if request.video:
@@ -900,8 +915,7 @@ def export_in(call: Call, request: ExportRequest) -> ExportResult:
                 ml_framework=plan.ml_framework,
                 seed=plan.seed,
             )
-            sink = contextlib.nullcontext() if request.verbose else contextlib.redirect_stdout(None)  # type: ignore[type-var]
-            with sink:
+            with _console(plan, request.verbose):
                 module = plan.adapter.export_policy(job).eval()  # type: ignore[union-attr]
             observations = _validation_observations(env, module, request.validation_steps, plan.seed)
             with torch.inference_mode():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import json
+import logging
 import os
 import pickle
 import threading
@@ -345,3 +346,15 @@ def test_everything_skrls_set_seed_changes_is_put_back(deterministic, monkeypatc
         assert os.environ["PYTHONHASHSEED"] == "123"
     assert census.compare(before, census.snapshot()) == []
     assert "PYTHONHASHSEED" not in os.environ and not torch.are_deterministic_algorithms_enabled()
+
+
+def test_skrls_log_lines_go_to_the_console_log_unless_verbose(log_root, capfd):
+    handlers = logging.getLogger("skrl").handlers
+    result = train(log_root, max_iterations=1)
+    assert "Seed: 1" in (result.run_dir / "console.log").read_text()
+    played = rlrun.play(rlrun.PlayRequest(task=CARTPOLE, library="skrl", num_episodes=1, log_root=str(log_root)))
+    assert played.returns and "skrl:INFO" not in "".join(capfd.readouterr())
+    verbose = train(log_root, max_iterations=1, verbose=True)  # skrl's own handlers, wherever they write
+    console = verbose.run_dir / "console.log"
+    assert not console.exists() or "Seed: 1" not in console.read_text(encoding="utf-8")
+    assert logging.getLogger("skrl").handlers is handlers

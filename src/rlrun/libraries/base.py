@@ -8,6 +8,9 @@ An adapter module (`rlrun.libraries.<name>`) defines:
     ALGORITHMS: dict[str, tuple[str, ...]]
         Lower-case algorithm name (`ppo`, `sac`, ...) -> the Gymnasium action space classes it acts in.
     DEFAULT_ALGORITHM: str
+    LOGGERS: tuple[str, ...]                                   (optional)
+        The `logging` loggers the library reports on (SKRL's `skrl`); without `--verbose` rlrun sends them,
+        like the library's prints, to the run's console.log.
     def run_config(config: dict) -> dict
         The library's own part of an agent configuration (rlrun's run keys removed).
     def env_steps_per_iteration(config: dict, num_envs: int) -> int

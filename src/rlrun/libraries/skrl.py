@@ -68,6 +68,7 @@ IMPORTS = {
     ),
 }
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "sac": ("Box",)}
+LOGGERS = ("skrl",)
 DEFAULT_ALGORITHM = "ppo"
 CHECKPOINT_DIRECTORY = "checkpoints"
 EXTENSIONS = {"torch": ".pt", "jax": ".pickle"}
