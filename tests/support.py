@@ -175,7 +175,7 @@ SHORT_RUNS = {
     "sb3": ("agent.n_steps=8", "agent.batch_size=32", "agent.save_interval=1"),
     "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=32"),
 }
-"""Per PyTorch library, overrides for short runs of `rlrun/Pendulum-v1` with 8 envs (a second or two)."""
+"""Per PyTorch library, overrides for short runs of `rlrun/Pendulum-v1`: 8 steps per env per iteration."""
 
 ALONE_IN_A_FRESH_PROCESS = """
 import sys

@@ -36,18 +36,18 @@ def optimiser_steps(library, checkpoint):
 
 @pytest.mark.parametrize("library", list(RUNS))
 def test_half_and_resumed_half_end_where_the_straight_run_ends(library, tmp_path):
-    common = {"task": TASK, "library": library, "num_envs": 8, "seed": 3, "overrides": RUNS[library]}
-    straight = rlrun.train(rlrun.TrainRequest(**common, max_iterations=4, log_root=str(tmp_path / "straight")))
+    common = {"task": TASK, "library": library, "num_envs": 16, "seed": 3, "overrides": RUNS[library]}
+    straight = rlrun.train(rlrun.TrainRequest(**common, max_iterations=16, log_root=str(tmp_path / "straight")))
     halves = str(tmp_path / "halves")
-    first = rlrun.train(rlrun.TrainRequest(**common, max_iterations=2, log_root=halves))
-    resumed = rlrun.train(rlrun.TrainRequest(**common, max_iterations=2, log_root=halves, resume=True))
+    first = rlrun.train(rlrun.TrainRequest(**common, max_iterations=8, log_root=halves))
+    resumed = rlrun.train(rlrun.TrainRequest(**common, max_iterations=8, log_root=halves, resume=True))
 
-    assert first.iterations == 2 and resumed.iterations == straight.iterations == 4
+    assert first.iterations == 8 and resumed.iterations == straight.iterations == 16
     assert resumed.checkpoint.name == straight.checkpoint.name
-    assert first.env_steps + resumed.env_steps == straight.env_steps
+    assert first.env_steps + resumed.env_steps == straight.env_steps == 2048  # 1k + resume + 1k against 2k
     steps = [optimiser_steps(library, result.checkpoint) for result in (first, resumed, straight)]
     assert steps[0] > 0 and steps[1] == steps[2] == 2 * steps[0]
     manifest = json.loads((resumed.run_dir / "run.json").read_text())
     assert manifest["parent"]["checkpoint"] == str(first.checkpoint)
     recorded = [entry["iteration"] for entry in manifest["checkpoints"]]
-    assert recorded[-1] == 4 and all(iteration >= 2 for iteration in recorded)
+    assert recorded[-1] == 16 and all(iteration >= 8 for iteration in recorded)
