@@ -287,12 +287,36 @@ def bootstrap_from_final_observations(agent: Any) -> None:
 # --- the env as SKRL sees it --------------------------------------------------------------------------------
 
 
+class VectorEnvWrapperMixin:
+    """What SKRL's torch and JAX wrappers of rlrun's vector env share: the single env's spaces, no state,
+    no rendering (rlrun records videos itself) and no closing (the env is rlrun's to close)."""
+
+    _env: Any
+
+    @property
+    def observation_space(self) -> Any:
+        return self._env.single_observation_space
+
+    @property
+    def action_space(self) -> Any:
+        return self._env.single_action_space
+
+    def state(self) -> None:
+        return None
+
+    def render(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 @functools.cache
 def _torch_wrapper_class() -> type:
     """SKRL's torch `Wrapper` subclassed for rlrun's torch vector env (built on first use: it imports SKRL)."""
     from skrl.envs.wrappers.torch import Wrapper as TorchWrapper
 
-    class TorchVectorEnvWrapper(TorchWrapper):
+    class TorchVectorEnvWrapper(VectorEnvWrapperMixin, TorchWrapper):
         """rlrun's torch vector env as SKRL's torch wrapper: tensors pass through, shaped `[num_envs, -1]`.
 
         The first `reset` resets the env with the run's seed; later ones (SKRL's trainer asks after an
@@ -304,14 +328,6 @@ def _torch_wrapper_class() -> type:
             super().__init__(env)
             self._seed = seed
             self._observations: Any = None
-
-        @property
-        def observation_space(self) -> Any:
-            return self._env.single_observation_space
-
-        @property
-        def action_space(self) -> Any:
-            return self._env.single_action_space
 
         def reset(self) -> tuple[Any, dict[str, Any]]:
             if self._observations is None:
@@ -332,15 +348,6 @@ def _torch_wrapper_class() -> type:
                 {"final_observations": final},
             )
 
-        def state(self) -> None:
-            return None
-
-        def render(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-        def close(self) -> None:
-            return None
-
     return TorchVectorEnvWrapper
 
 
@@ -352,7 +359,7 @@ def _jax_wrapper_class() -> type:
     import torch
     from skrl.envs.wrappers.jax import Wrapper as JaxWrapper
 
-    class JaxVectorEnvWrapper(JaxWrapper):
+    class JaxVectorEnvWrapper(VectorEnvWrapperMixin, JaxWrapper):
         """rlrun's torch vector env as SKRL's JAX wrapper: observations, rewards and flags become JAX
         arrays on the JAX device, actions become torch tensors on the env's device."""
 
@@ -361,14 +368,6 @@ def _jax_wrapper_class() -> type:
             self._device = device
             self._seed = seed
             self._observations: Any = None
-
-        @property
-        def observation_space(self) -> Any:
-            return self._env.single_observation_space
-
-        @property
-        def action_space(self) -> Any:
-            return self._env.single_action_space
 
         def to_jax(self, tensor: Any, dtype: Any = np.float32) -> Any:
             array = tensor.detach().cpu().numpy().reshape(self.num_envs, -1)
@@ -393,15 +392,6 @@ def _jax_wrapper_class() -> type:
                 self.to_jax(truncated, np.int8),
                 {"final_observations": self.to_jax(info["final_obs"])},
             )
-
-        def state(self) -> None:
-            return None
-
-        def render(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-        def close(self) -> None:
-            return None
 
     return JaxVectorEnvWrapper
 
