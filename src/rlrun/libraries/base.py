@@ -104,3 +104,10 @@ def unreadable(path: Path, what: str, error: BaseException) -> CorruptCheckpoint
     size = path.stat().st_size if path.exists() else 0
     reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return CorruptCheckpoint(f"checkpoint {str(path)!r} ({size} bytes) cannot be read as {what}: {reason}")
+
+
+def require_keys(path: Path, state: Any, keys: tuple[str, ...], what: str) -> None:
+    """Raise `CorruptCheckpoint` unless the loaded `state` is a dict holding every key of `keys`."""
+    missing = [key for key in keys if not isinstance(state, dict) or key not in state]
+    if missing:
+        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not {what} (missing {', '.join(missing)}).")

@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from rlrun.configs import RUN_KEYS
-from rlrun.errors import CorruptCheckpoint, InvalidArgument
+from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Guard, register, torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
 
 IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
 ALGORITHMS = {"ppo": ("Box", "Discrete")}
@@ -138,11 +138,7 @@ def _read_checkpoint(path: Path) -> dict[str, Any]:
             state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:
         raise unreadable(path, "an rl_games checkpoint", error) from error
-    missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
-    if missing:
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} is not an rl_games agent checkpoint (missing {', '.join(missing)})."
-        )
+    require_keys(path, state, CHECKPOINT_KEYS, "an rl_games agent checkpoint")
     return state
 
 

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rlrun.configs import RUN_KEYS
-from rlrun.errors import CorruptCheckpoint
 from rlrun.hermetic import torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
 
 IMPORTS = {"torch": ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")}
 ALGORITHMS = {"ppo": ("Box",)}
@@ -42,11 +41,7 @@ def check_checkpoint(path: Path) -> None:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:
         raise unreadable(path, "an RSL-RL checkpoint", error) from error
-    missing = [key for key in CHECKPOINT_KEYS if not isinstance(state, dict) or key not in state]
-    if missing:
-        raise CorruptCheckpoint(
-            f"checkpoint {str(path)!r} is not an RSL-RL runner checkpoint (missing {', '.join(missing)})."
-        )
+    require_keys(path, state, CHECKPOINT_KEYS, "an RSL-RL runner checkpoint")
 
 
 class RslRlVecEnv:
