@@ -923,11 +923,12 @@ def export_in(call: Call, request: ExportRequest) -> ExportResult:
             directory = (plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent) / "exported"  # type: ignore[union-attr]
             directory.mkdir(parents=True, exist_ok=True)
             files, errors = [], {}
+            # ONNX from the trace too: modules that libraries script (rl_games' normaliser) export that way.
+            example = observations[:1]
+            traced = torch.jit.trace(module, example)
             for name in formats:
                 path = directory / EXPORT_FORMATS[name]
-                runs.atomic_save(
-                    path, lambda temporary, name=name: _write_export(name, module, observations, temporary)
-                )
+                runs.atomic_save(path, lambda temporary, name=name: _write_export(name, traced, example, temporary))
                 files.append(path)
                 exported = _run_export(name, path, observations)
                 if exported is not None:
@@ -964,11 +965,10 @@ def _validation_observations(env: Any, module: Any, steps: int, seed: int) -> An
     return torch.cat(seen)
 
 
-def _write_export(name: str, module: Any, observations: Any, path: str) -> None:
+def _write_export(name: str, traced: Any, example: Any, path: str) -> None:
+    """Write the traced policy as TorchScript or ONNX (a dynamic batch dimension) to `path`."""
     import torch
 
-    example = observations[:1]
-    traced = torch.jit.trace(module, example)  # ONNX from the trace: modules libraries script (rl_games) export too
     if name == "torchscript":
         traced.save(path)
     else:
