@@ -538,9 +538,8 @@ def _policy(agent: Any, env: Any, framework: str, deterministic: bool) -> Policy
 
 def export_policy(job: PlayJob) -> Any:
     """The PyTorch agent's deterministic policy on the CPU: observation preprocessor, policy network, mean
-    action (clipped where the model clips its mean) or, for Discrete actions, the most likely one."""
-    if job.ml_framework != "torch":
-        raise InvalidArgument("rlrun exports SKRL's PyTorch agents only; train with --ml_framework torch to export.")
+    action (clipped where the model clips its mean) or, for Discrete actions, the most likely one. rlrun asks
+    for PyTorch agents only (its export refuses JAX ones while planning)."""
     agent, _ = _agent(job)
     return _export_class()(agent, type(job.env.single_action_space).__name__ == "Discrete").to("cpu")
 
