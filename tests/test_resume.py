@@ -27,10 +27,8 @@ def optimiser_steps(library, checkpoint):
         with zipfile.ZipFile(checkpoint) as archive:
             state = torch.load(io.BytesIO(archive.read("policy.optimizer.pth")), weights_only=True)
     else:
-        state = torch.load(checkpoint, weights_only=False)
-        state = {"rsl_rl": state.get("optimizer_state_dict"), "skrl": state.get("optimizer")}.get(
-            library, state.get("optimizer")
-        )
+        key = "optimizer_state_dict" if library == "rsl_rl" else "optimizer"
+        state = torch.load(checkpoint, weights_only=False)[key]  # rl_games' files hold NumPy scalars too
     return int(state["state"][0]["step"])
 
 
