@@ -1,12 +1,13 @@
-"""Test helpers: a task that changes every guarded global like a careless library, then fails on request;
-the order-independence check every library's tests run.
+"""Test helpers: one mutation per guarded global (`MUTATIONS`), a task that makes them all like a careless
+library, then fails on request; the order-independence check every library's tests run.
 
 `rlrun_test/Meddling-v0` is rlrun's Pendulum with three extra constructor arguments (so they can be set
 with `env.meddle_at=...` overrides like any task keyword):
-- `meddle_at`: at this step, change every global the hermetic scope guards (argv in place *and* rebound,
-  environment, cwd, sys.path, warnings, logging, SIGINT, atexit, RNGs, torch flags, ...);
+- `meddle_at`: at this step, change every global the hermetic scope guards and can read (argv in place
+  *and* rebound, environment, cwd, sys.path, warnings, logging, SIGINT, atexit, RNGs, torch flags, the
+  imported libraries' configuration, ...): `meddle()`, one `MUTATIONS` entry per registry entry;
 - `fail_at`: at this step, also change the globals that would break a training still running
-  (default dtype, grad mode, anomaly mode), then raise `failure`;
+  (`FATAL_MUTATIONS`: default dtype, grad mode, anomaly mode), then raise `failure`;
 - `failure`: `RuntimeError`, `KeyboardInterrupt` or `SystemExit`.
 Everything it does happens after the library has built its runner and started training.
 """
@@ -14,6 +15,9 @@ Everything it does happens after the library has built its runner and started tr
 from __future__ import annotations
 
 import atexit
+import gc
+import importlib
+import importlib.util
 import logging
 import multiprocessing
 import os
@@ -21,6 +25,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +37,7 @@ import torch
 
 from rlrun.envs import register_task
 from rlrun.envs.pendulum import PendulumVectorEnv
+from rlrun.hermetic import GUARDS
 
 MEDDLING_TASK = "rlrun_test/Meddling-v0"
 FAILURE_MESSAGE = "the environment exploded on purpose"
@@ -41,45 +47,236 @@ class EnvironmentExploded(RuntimeError):
     """The exception the meddling env raises; tests check it reaches the caller unchanged."""
 
 
-def meddle() -> None:
-    """Change every global the scope restores, each in the way a library could."""
-    sys.argv.append("--meddled")  # in place, like skrl's Isaac Lab loader
-    sys.argv = ["meddler", "--rebound"]  # rebound, like Hydra's set_hydra_args
+class _Wrapper:
+    """What a library that wraps a global installs (colorama's stream wrapper, a progress bar's hook): a new
+    object that forwards everything to the one it replaced, so the process keeps working."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self._wrapped = wrapped
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrapped(*args, **kwargs)
+
+
+class _NoFinder:
+    """A meta path finder that finds nothing."""
+
+    @staticmethod
+    def find_spec(*args: Any) -> None:
+        return None
+
+
+def _no_path_hook(path: str) -> Any:
+    raise ImportError(path)
+
+
+def _wrap(owner: Any, name: str) -> Callable[[], None]:
+    return lambda: setattr(owner, name, _Wrapper(getattr(owner, name)))
+
+
+def _environ() -> None:
     os.environ["RLRUN_TEST_ADDED"] = "added"
     os.environ["RLRUN_TEST_SENTINEL"] = "changed"
     os.environ.pop("RLRUN_TEST_DELETED", None)
-    os.environ["PYTHONHASHSEED"] = "42"
-    os.chdir("/")
-    sys.path.insert(0, "/meddled")
+    os.environ["PYTHONHASHSEED"] = "42"  # what SKRL's set_seed writes
+
+
+def _warnings() -> None:
     warnings.simplefilter("ignore")
-    warnings.filters = list(warnings.filters)
+    warnings.filters = []
+    warnings.showwarning = lambda *args, **kwargs: None
+
+
+def _logging() -> None:
     logging.getLogger().setLevel(logging.DEBUG)
     logging.getLogger().addHandler(logging.NullHandler())
     logging.getLogger("rlrun_test.meddler").addHandler(logging.NullHandler())
     logging.getLogger("rlrun_test.meddler").setLevel(logging.DEBUG)
+    logging.getLogger("gymnasium").propagate = False
+    logging.disable(logging.INFO)
+
+
+def _signals() -> None:
     signal.signal(signal.SIGINT, lambda number, frame: None)
     signal.signal(signal.SIGTERM, lambda number, frame: None)
-    atexit.register(lambda: None)
-    multiprocessing.set_start_method("spawn", force=True)
-    random.seed(123)
-    np.random.seed(123)
-    np.seterr(all="ignore")
-    np.set_printoptions(precision=2)
-    torch.manual_seed(123)
-    torch.set_float32_matmul_precision("medium")
+
+
+def _exit_hook() -> None:
+    """An exit hook registered during a call (SKRL registers one per trainer)."""
+
+
+def _atexit() -> None:
+    atexit.register(_exit_hook)
+    atexit.register = _Wrapper(atexit.register)
+
+
+def _gc() -> None:
+    gc.disable()
+    gc.set_threshold(*(threshold + 1 for threshold in gc.get_threshold()))
+
+
+def _gymnasium() -> None:
+    gymnasium.register("rlrun_test/RegisteredByMeddler-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv")
+    gymnasium.registry.pop("CartPole-v0", None)
+    gymnasium.logger.min_level = 50
+
+
+def _tf32() -> None:
+    torch.set_float32_matmul_precision("high")  # what rl_games' Runner does: the mixed legacy/new state of
+    torch.backends.cuda.matmul.allow_tf32 = False  # reference C.5, in which torch's own getters raise
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def _backend_flags() -> None:
     torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
     torch.backends.cudnn.deterministic = not torch.backends.cudnn.deterministic
-    torch.set_num_threads(1 if torch.get_num_threads() != 1 else 2)
-    torch.set_printoptions(precision=2, sci_mode=True)
-    sys.setrecursionlimit(sys.getrecursionlimit() + 7)
-    gymnasium.register("rlrun_test/RegisteredByMeddler-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv")
+    torch.backends.cuda.enable_flash_sdp(not torch.backends.cuda.flash_sdp_enabled())
+
+
+def _dynamo_limits() -> None:
+    config = sys.modules["torch._dynamo.config"]
+    config.recompile_limit += 1
+
+
+def _skrl_config_torch() -> None:
+    skrl = sys.modules["skrl"]
+    skrl.config.torch.key = 123
+    skrl.config.torch.device = "cpu"
+    skrl.config.torch.backend = "torch"  # what Isaac Lab writes (an attribute SKRL 2.x no longer has)
+
+
+def _skrl_config_jax() -> None:
+    skrl = sys.modules["skrl"]
+    skrl.config.jax.key = 7  # a new key array
+    skrl.config.jax.device = "cpu"
+    skrl.config.jax.backend = "jax"
+
+
+def _skrl_config_warp() -> None:
+    skrl = sys.modules["skrl"]
+    skrl.config.warp.key = 5
+    skrl.config.warp.tiled = not skrl.config.warp.tiled
+
+
+def _jax_config_values() -> None:
+    config = sys.modules["jax"].config
+    config.update("jax_traceback_filtering", "off" if config.values["jax_traceback_filtering"] != "off" else "auto")
+
+
+def _rl_games_registries() -> None:
+    from rl_games.algos_torch import model_builder
+    from rl_games.common import env_configurations, vecenv
+
+    vecenv.register("RLRUN_TEST", lambda config_name, num_actors, **kwargs: None)
+    env_configurations.configurations = dict(env_configurations.configurations)  # rebound
+    env_configurations.register("rlrun_test", {"vecenv_type": "RLRUN_TEST"})
+    model_builder.register_network("rlrun_test", object)
+    model_builder.register_model("rlrun_test", object)
+    model_builder.NETWORK_REGISTRY.pop("testnet", None)
+
+
+MUTATIONS: dict[str, Callable[[], None]] = {
+    # generic guards (rlrun.hermetic.guards); argv in place like skrl's Isaac Lab loader, then rebound like Hydra
+    "sys.argv": lambda: (sys.argv.append("--meddled"), setattr(sys, "argv", ["meddler", "--rebound"])),
+    "sys.path": lambda: (sys.path.insert(0, "/meddled"), setattr(sys, "path", [*sys.path, "/rebound"])),
+    "sys.meta_path": lambda: sys.meta_path.append(_NoFinder()),
+    "sys.path_hooks": lambda: sys.path_hooks.append(_no_path_hook),
+    "os.environ": _environ,
+    "cwd": lambda: os.chdir("/"),
+    "sys.stdin": _wrap(sys, "stdin"),
+    "sys.stdout": _wrap(sys, "stdout"),
+    "sys.stderr": _wrap(sys, "stderr"),
+    "sys.excepthook": _wrap(sys, "excepthook"),
+    "sys.displayhook": _wrap(sys, "displayhook"),
+    "sys.unraisablehook": _wrap(sys, "unraisablehook"),
+    "threading.excepthook": _wrap(threading, "excepthook"),
+    "sys.recursionlimit": lambda: sys.setrecursionlimit(sys.getrecursionlimit() + 7),
+    "sys.switchinterval": lambda: sys.setswitchinterval(sys.getswitchinterval() * 2),
+    "warnings": _warnings,
+    "logging": _logging,
+    "signal handlers": _signals,
+    "atexit.register": _atexit,
+    "multiprocessing start method": lambda: multiprocessing.set_start_method("spawn", force=True),
+    "garbage collector": _gc,
+    "random": lambda: random.seed(123),
+    "numpy.random": lambda: np.random.seed(123),
+    "numpy error and print options": lambda: (np.seterr(all="ignore"), np.set_printoptions(precision=2)),
+    "gymnasium registry": _gymnasium,
+    # torch (rlrun.hermetic.torch_state)
+    "torch TF32 and float32 matmul precision": _tf32,
+    "torch.backends flags": _backend_flags,
+    "torch deterministic algorithms": lambda: torch.use_deterministic_algorithms(True, warn_only=True),
+    "torch default dtype": lambda: torch.set_default_dtype(torch.float64),
+    "torch default device": lambda: torch.set_default_device("cpu"),
+    "torch intra-op threads": lambda: torch.set_num_threads(1 if torch.get_num_threads() != 1 else 2),
+    "torch grad mode": lambda: torch.set_grad_enabled(False),
+    "torch anomaly mode": lambda: torch.set_anomaly_enabled(True, check_nan=False),
+    "torch print options": lambda: torch.set_printoptions(precision=2, sci_mode=True),
+    "torch._dynamo limits": _dynamo_limits,
+    "torch RNG": lambda: torch.manual_seed(123),
+    # library guards (rlrun.libraries.*): their modules are imported whenever the guard is available
+    "skrl.config.torch": _skrl_config_torch,
+    "skrl.config.jax": _skrl_config_jax,
+    "skrl.config.warp": _skrl_config_warp,
+    "jax.config values": _jax_config_values,
+    "rl_games registries": _rl_games_registries,
+}
+"""One realistic change per restorable guard, by guard name: the one table that `meddle`, the guard tests
+(`tests/hermetic/test_guards.py`) and the completeness test use. Each change is safe to make in the middle of
+a training (wrappers forward, finders find nothing), except those in `FATAL_MUTATIONS`; each can be made twice."""
+
+FATAL_MUTATIONS = frozenset({"torch default dtype", "torch grad mode", "torch anomaly mode"})
+"""The changes that would break a training still running: `meddle(fatal=True)` makes them just before failing."""
+
+
+def meddle(*, fatal: bool = False) -> None:
+    """Change every global the scope restores and can read now, each in the way a library could.
+
+    Every restorable guard in the registry that is available gets its `MUTATIONS` entry (a guard without one
+    raises `KeyError`); `fatal` selects the `FATAL_MUTATIONS` instead of the others.
+    """
+    for guard in list(GUARDS):
+        if guard.restored and guard.available() and (guard.name in FATAL_MUTATIONS) == fatal:
+            MUTATIONS[guard.name]()
 
 
 def meddle_fatally() -> None:
     """Change the globals that would break a training still running."""
-    torch.set_default_dtype(torch.float64)
-    torch.set_grad_enabled(False)
-    torch.set_anomaly_enabled(True)
+    meddle(fatal=True)
+
+
+def import_library(name: str) -> list[str]:
+    """Import library `name` (a `LIBRARIES` key) the way its calls do, for every framework it runs on that is
+    installed, so that its guards are available; return the modules imported. JAX's backends are initialised
+    and the timer thread that starts waited for, so no later census sees them."""
+    from rlrun.libraries import LIBRARIES
+
+    library = LIBRARIES[name]
+    adapter = importlib.import_module(library.adapter)
+    imported = []
+    for framework in library.frameworks:
+        modules = adapter.IMPORTS[framework]
+        if all(importlib.util.find_spec(module.partition(".")[0]) is not None for module in modules):
+            imported += [importlib.import_module(module).__name__ for module in modules]
+    if "jax" in imported:
+        sys.modules["jax"].devices()
+        for thread in threading.enumerate():
+            if isinstance(thread, threading.Timer):
+                thread.join()
+    return imported
+
+
+def import_adapters() -> list[str]:
+    """Import every library adapter module, which registers the library's guards (the libraries themselves
+    are not imported); return the owners in table order."""
+    from rlrun.libraries import LIBRARIES
+
+    for library in LIBRARIES.values():
+        importlib.import_module(library.adapter)
+    return list(LIBRARIES)
 
 
 FAILURES = {"RuntimeError": EnvironmentExploded, "KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit}

@@ -1,137 +1,56 @@
-"""Every restorable guard in the registry puts back what a call changed, value and identity.
+"""Every restorable guard in the registry, rlrun's and every library's, puts back what a call changed, value
+and identity.
 
-`MUTATIONS` holds one realistic change per guard; a test fails if a restorable guard has none, so a
-guard cannot be added without showing that it restores.
+`tests/support.py`'s `MUTATIONS` holds one realistic change per guard (the same table the meddling task
+applies mid-training); a test fails if a restorable guard has none, so a guard cannot be added without
+showing that it restores.
 """
 
 from __future__ import annotations
 
 import atexit
-import gc
-import io
 import logging
-import multiprocessing
-import os
-import random
-import signal
-import sys
-import threading
-import warnings
 
-import gymnasium
 import numpy as np
 import pytest
 import torch
-import torch._dynamo
+import torch._dynamo  # the dynamo limits guard reads its config
 
 from rlrun.hermetic import GUARDS, census, hermetic_call
+from rlrun.libraries import LIBRARIES
+from support import FATAL_MUTATIONS, MUTATIONS, import_adapters, import_library
 
 
-def _set_printoptions():
-    torch.set_printoptions(precision=2, sci_mode=True)
-
-
-def _logging():
-    logging.getLogger().setLevel(logging.DEBUG)
-    logging.getLogger().addHandler(logging.NullHandler())
-    logging.getLogger("rlrun_test.new_logger").addHandler(logging.NullHandler())
-    logging.getLogger("gymnasium").propagate = False
-    logging.disable(logging.INFO)
-
-
-def _warnings():
-    warnings.simplefilter("ignore")
-    warnings.filters = []
-    warnings.showwarning = lambda *args, **kwargs: None
-
-
-def _environ():
-    os.environ["RLRUN_TEST_ADDED"] = "1"
-    os.environ["HOME"] = "/changed"
-    del os.environ["PATH"]
-
-
-def _streams(name):
-    return lambda: setattr(sys, name, io.StringIO())
-
-
-def _tf32():
-    torch.set_float32_matmul_precision("high")
-    torch.backends.cuda.matmul.allow_tf32 = False  # the mixed legacy/new state of reference C.5
-    torch.backends.cudnn.allow_tf32 = False
-
-
-def _backend_flags():
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cuda.enable_flash_sdp(not torch.backends.cuda.flash_sdp_enabled())
-
-
-def _gymnasium():
-    gymnasium.register("rlrun_test/Added-v0", entry_point="gymnasium.envs.classic_control:PendulumEnv")
-    del gymnasium.registry["CartPole-v0"]
-    gymnasium.logger.min_level = 50
-
-
-MUTATIONS = {
-    "sys.argv": lambda: (sys.argv.append("--x"), setattr(sys, "argv", ["rebound"])),
-    "sys.path": lambda: (sys.path.insert(0, "/x"), setattr(sys, "path", ["/rebound"])),
-    "sys.meta_path": lambda: sys.meta_path.pop(),
-    "sys.path_hooks": lambda: sys.path_hooks.append(lambda path: None),
-    "os.environ": _environ,
-    "cwd": lambda: os.chdir("/"),
-    "sys.stdin": _streams("stdin"),
-    "sys.stdout": _streams("stdout"),
-    "sys.stderr": _streams("stderr"),
-    "sys.excepthook": lambda: setattr(sys, "excepthook", lambda *args: None),
-    "sys.displayhook": lambda: setattr(sys, "displayhook", lambda value: None),
-    "sys.unraisablehook": lambda: setattr(sys, "unraisablehook", lambda value: None),
-    "threading.excepthook": lambda: setattr(threading, "excepthook", lambda args: None),
-    "sys.recursionlimit": lambda: sys.setrecursionlimit(sys.getrecursionlimit() + 1),
-    "sys.switchinterval": lambda: sys.setswitchinterval(0.001),
-    "warnings": _warnings,
-    "logging": _logging,
-    "signal handlers": lambda: (signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, print)),
-    "atexit callbacks": lambda: atexit.register(print, "registered during the call"),
-    "multiprocessing start method": lambda: multiprocessing.set_start_method("spawn", force=True),
-    "garbage collector": lambda: (gc.disable(), gc.set_threshold(5, 5, 5)),
-    "random": lambda: random.seed(1),
-    "numpy.random": lambda: np.random.seed(1),
-    "numpy error and print options": lambda: (np.seterr(all="raise"), np.set_printoptions(precision=3)),
-    "gymnasium registry": _gymnasium,
-    "torch TF32 and float32 matmul precision": _tf32,
-    "torch.backends flags": _backend_flags,
-    "torch deterministic algorithms": lambda: torch.use_deterministic_algorithms(True, warn_only=True),
-    "torch default dtype": lambda: torch.set_default_dtype(torch.float64),
-    "torch default device": lambda: torch.set_default_device("cpu"),
-    "torch intra-op threads": lambda: torch.set_num_threads(1 if torch.get_num_threads() > 1 else 2),
-    "torch grad mode": lambda: torch.set_grad_enabled(False),
-    "torch anomaly mode": lambda: torch.set_anomaly_enabled(True, check_nan=False),
-    "torch print options": _set_printoptions,
-    "torch._dynamo limits": lambda: setattr(torch._dynamo.config, "recompile_limit", 64),
-    "torch RNG": lambda: torch.manual_seed(1),
-}
-
-
-def test_every_restorable_guard_has_a_mutation_here():
-    restorable = {guard.name for guard in GUARDS if guard.restored and guard.owner == "rlrun"}
-    assert restorable - set(MUTATIONS) == set()
+def test_every_restorable_guard_has_a_mutation():
+    """Every guard, rlrun's and every library adapter's, has its entry in the one table; no entry is stale."""
+    import_adapters()  # registers the library guards (the libraries themselves are not imported)
+    restorable = {guard.name for guard in GUARDS if guard.restored}
+    assert restorable - set(MUTATIONS) == set(), "add a mutation to MUTATIONS in tests/support.py"
+    assert set(MUTATIONS) - restorable == set(), "a mutation for a guard that no longer exists"
+    assert set(MUTATIONS) >= FATAL_MUTATIONS
 
 
 @pytest.mark.parametrize("name", list(MUTATIONS))
-def test_guard_restores_value_and_identity(name):
+def test_guard_restores_value_and_identity(name, monkeypatch):
+    import_adapters()
     (guard,) = [guard for guard in GUARDS if guard.name == name]
+    if guard.owner != "rlrun":
+        pytest.importorskip(LIBRARIES[guard.owner].import_name)
+        import_library(guard.owner)
+        if not guard.available():
+            pytest.skip(f"{name} reads a module that is not installed")
+    monkeypatch.setenv("RLRUN_TEST_SENTINEL", "caller")  # so that the mutation changes and deletes variables too
+    monkeypatch.setenv("RLRUN_TEST_DELETED", "caller")
     before = census.snapshot()
     with hermetic_call(check_leaks=True) as call, call.guarded():
         MUTATIONS[name]()
-        if name != "atexit callbacks":  # a registration through the recorder is not visible as a change
-            assert guard.snapshot() != before[name], "the mutation did not change what the guard covers"
+        assert guard.snapshot() != before[name], "the mutation did not change what the guard covers"
     assert census.compare(before, census.snapshot()) == []
 
 
 def test_the_tf32_getters_work_after_restoring_a_mixed_legacy_and_new_state():
     with hermetic_call() as call, call.guarded():
-        _tf32()
+        MUTATIONS["torch TF32 and float32 matmul precision"]()  # the mixed legacy/new state of reference C.5
     assert torch.get_float32_matmul_precision() == "highest"
     assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is True
 
@@ -156,3 +75,61 @@ def test_atexit_callbacks_registered_during_a_call_run_at_its_end_and_are_unregi
         atexit.register(ran.append, "exit hook")
     assert ran == ["exit hook"]
     assert atexit.unregister(ran.append) is None  # nothing left to unregister: idempotent either way
+
+
+def test_a_logger_that_replaces_a_placeholder_during_the_call_gets_a_new_loggers_state():
+    logging.getLogger("rlrun_test.placeholder.child")  # makes `rlrun_test.placeholder` a placeholder
+    before = census.snapshot()
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        replaced = logging.getLogger("rlrun_test.placeholder")
+        replaced.setLevel(logging.DEBUG)
+        replaced.addHandler(logging.NullHandler())
+    assert (replaced.level, replaced.handlers) == (logging.NOTSET, [])
+    assert census.compare(before, census.snapshot()) == []
+
+
+def test_a_handler_list_changed_in_place_is_put_back():
+    logger = logging.getLogger("rlrun_test.in_place")
+    handler = logging.NullHandler()
+    logger.addHandler(handler)
+    try:
+        with hermetic_call(check_leaks=True) as call, call.guarded():
+            logger.handlers[0] = logging.NullHandler()
+            logger.level = logging.ERROR  # behind setLevel's back
+        assert logger.handlers == [handler] and logger.level == logging.NOTSET
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.fixture
+def numpy_generator():
+    """Leave NumPy's global generator to the test, and put the suite's back after it."""
+    state = np.random.get_state()
+    yield
+    np.random.set_state(state)
+
+
+@pytest.mark.usefixtures("numpy_generator")
+@pytest.mark.parametrize("cached_gaussian", [False, True], ids=["no cached gaussian", "cached gaussian"])
+def test_the_numpy_generator_is_put_back_however_little_the_call_drew(cached_gaussian):
+    np.random.seed(5)
+    if cached_gaussian:
+        np.random.standard_normal()  # draws a pair and caches the second: the next draw does not move MT19937
+    expected = np.random.get_state()
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        np.random.standard_normal()
+    state = np.random.get_state()
+    assert state[0] == expected[0] and np.array_equal(state[1], expected[1]) and state[2:] == expected[2:]
+
+
+@pytest.mark.usefixtures("numpy_generator")
+def test_an_unmoved_numpy_generator_is_not_set_again(monkeypatch):
+    np.random.seed(5)  # no cached Gaussian: with one, the generator is always set back
+    calls = []
+    monkeypatch.setattr(np.random, "set_state", lambda state: calls.append(state))
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        pass
+    assert calls == []
+    with hermetic_call(check_leaks=False) as call, call.guarded():  # set_state is stubbed: the draw stays
+        np.random.random()
+    assert len(calls) == 1

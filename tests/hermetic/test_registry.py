@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
 from pathlib import Path
 
 from rlrun.hermetic import GUARDS, Guard, attributes_guard, register, registered, unregister
-from rlrun.hermetic.registry import list_guard, object_guard
+from rlrun.hermetic.registry import identity_guard, list_guard, module_loaded, object_guard
 
-DOCS = Path(__file__).parents[2] / "docs" / "guards.md"
+ROOT = Path(__file__).parents[2]
+DOCS = ROOT / "docs" / "guards.md"
+GUARD_DOCS = ROOT / "scripts" / "guard_docs.py"
 
 
 def test_every_guard_says_what_it_covers_and_has_a_unique_name():
@@ -18,10 +21,29 @@ def test_every_guard_says_what_it_covers_and_has_a_unique_name():
     assert all(guard.doc and guard.category for guard in GUARDS)
 
 
-def test_the_guard_table_in_the_docs_is_generated_from_the_registry():
-    from rlrun.hermetic.docs import guard_table
+def load_guard_docs():
+    """The docs generator, `scripts/guard_docs.py` (a script: it imports the library table, the core may not)."""
+    spec = importlib.util.spec_from_file_location("guard_docs", GUARD_DOCS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    assert guard_table() in DOCS.read_text(encoding="utf-8"), "run: python -m rlrun.hermetic.docs > docs/guards.md"
+
+def test_the_guard_table_in_the_docs_is_generated_from_the_registry():
+    guard_docs = load_guard_docs()
+
+    assert guard_docs.guard_table() in DOCS.read_text(encoding="utf-8"), (
+        "run: python scripts/guard_docs.py > docs/guards.md"
+    )
+    assert guard_docs.page() == DOCS.read_text(encoding="utf-8"), "run: python scripts/guard_docs.py > docs/guards.md"
+
+
+def test_watch_only_entries_of_rlrun_live_in_one_module():
+    from rlrun.hermetic import watched
+
+    watch_only = {guard.name for guard in GUARDS if not guard.restored and guard.owner == "rlrun"}
+    assert watch_only == {guard.name for guard in watched.ENTRIES}, "register watch-only entries in watched.py"
 
 
 def test_register_replaces_an_entry_of_the_same_name_and_unregister_removes_it():
@@ -43,6 +65,21 @@ def test_list_guard_puts_back_the_object_and_its_contents():
     holder.items = [9]
     guard.restore(saved)
     assert holder.items is original and original == [1, 2]
+
+
+def test_identity_guard_puts_back_the_same_object():
+    holder = types.SimpleNamespace(hook=print)
+    guard = identity_guard("test: hook", holder, "hook", doc="A hook.")
+    saved = guard.capture()
+    holder.hook = lambda *args: None
+    assert guard.snapshot() != guard.fingerprint(saved)
+    guard.restore(saved)
+    assert holder.hook is print
+
+
+def test_module_loaded_is_true_once_every_named_module_is_imported():
+    assert module_loaded("sys")() and module_loaded("sys", "types")()
+    assert not module_loaded("sys", "rlrun_test_never_imported")()
 
 
 def test_object_guard_calls_the_setter_only_when_the_value_differs():

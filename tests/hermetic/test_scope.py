@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import random
 import sys
 import threading
 import types
@@ -131,18 +133,29 @@ def test_nested_calls_on_one_thread_are_allowed_and_each_guards_its_own_span(mon
 
 
 def test_import_effects_are_not_taken_for_the_call(tmp_path, monkeypatch):
+    """An import keeps what it sets up for its library, but moves neither the caller's random streams nor its
+    warning behaviour (the rule in `rlrun.hermetic.scope`)."""
     (tmp_path / "rlrun_test_noisy_import.py").write_text(
-        "import warnings, logging\n"
+        "import logging, random, warnings\n"
         "warnings.filterwarnings('ignore', message='noisy import')\n"
         "logging.getLogger('rlrun_test_noisy').addHandler(logging.NullHandler())\n"
+        "random.random()\n"
+        "warnings.warn('the import warns', DeprecationWarning)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(warnings, "filters", list(warnings.filters))
+    warnings.simplefilter("error")  # the caller's: an import's warning must not be raised as an error
+    filters, contents = warnings.filters, list(warnings.filters)
+    state = random.getstate()
     with hermetic_call(check_leaks=True) as call:
         call.import_modules(["rlrun_test_noisy_import"])
         with call.guarded():
             pass
-    assert any(getattr(f[1], "pattern", None) == "noisy import" for f in warnings.filters)  # the import kept it
+    assert logging.getLogger("rlrun_test_noisy").handlers  # the import kept its handler
+    logging.getLogger("rlrun_test_noisy").handlers.clear()
+    assert warnings.filters is filters and warnings.filters == contents  # but not its filter
+    assert [str(warning.message) for warning in call.import_warnings] == ["the import warns"]
+    assert random.getstate() == state
     monkeypatch.delitem(sys.modules, "rlrun_test_noisy_import")
 
 
@@ -151,3 +164,20 @@ def test_a_change_made_while_planning_is_reported_even_without_a_guarded_span(mo
     with pytest.raises(Exception, match="warnings was modified by the call"), hermetic_call(check_leaks=True):
         warnings.filterwarnings("ignore", message="left behind by planning")
     assert census.leak_check_requested(None)  # the suite runs with RLRUN_CHECK_LEAKS=1
+
+
+def test_an_exit_hook_of_a_nested_call_runs_once_and_is_counted_once():
+    import atexit
+
+    ran = []
+
+    def hook():
+        ran.append(1)
+
+    with hermetic_call(check_leaks=True) as outer, outer.guarded():
+        before = census.snapshot()
+        with hermetic_call(check_leaks=True) as inner, inner.guarded():
+            atexit.register(hook)
+        assert ran == [1], "the nested call's hook runs at the nested call's end"
+        assert census.compare(before, census.snapshot()) == []
+    assert ran == [1], "and not again at the outer call's end"

@@ -3,17 +3,30 @@
 - `registry`: the guard registry (`GUARDS`, `Guard`, `register`), the one list everything iterates over.
 - `guards`, `torch_state`: the generic guards (Python runtime, logging, process hooks, RNGs, torch,
   NumPy, Gymnasium) and the explicit torch policy a call states inside its scope.
-- `census`: the leak detector, which also watches what cannot be restored (threads, fds, children).
+- `watched`: the watch-only entries, state that cannot be restored (threads, fds, children, ...).
+- `census`: the leak detector, which compares every registry entry before and after a call.
 - `scope`: `hermetic_call`, which ties them together: one call at a time, imports first, then
   capture, run, restore.
 
 Nothing here imports torch, NumPy or an RL library; guards for a module that is not imported skip.
 """
 
-from rlrun.hermetic import guards, torch_state  # noqa: F401, I001 - importing registers the guards, in this order
+from rlrun.hermetic import guards, torch_state, watched  # noqa: F401, I001 - importing registers the guards, in this order
 from rlrun.hermetic import census  # noqa: F401
 from rlrun.hermetic.census import leak_check_requested, snapshot
-from rlrun.hermetic.registry import GUARDS, MISSING, Guard, attributes_guard, register, registered, unregister
+from rlrun.hermetic.registry import (
+    GUARDS,
+    MISSING,
+    Guard,
+    attributes_guard,
+    identity_guard,
+    list_guard,
+    module_loaded,
+    object_guard,
+    register,
+    registered,
+    unregister,
+)
 from rlrun.hermetic.scope import Call, hermetic_call
 from rlrun.hermetic.torch_state import fresh_torch_state, torch_backend_flags
 
@@ -25,7 +38,11 @@ __all__ = [
     "attributes_guard",
     "fresh_torch_state",
     "hermetic_call",
+    "identity_guard",
     "leak_check_requested",
+    "list_guard",
+    "module_loaded",
+    "object_guard",
     "register",
     "registered",
     "snapshot",

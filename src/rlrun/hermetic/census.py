@@ -1,8 +1,8 @@
 """The leak detector: a broad snapshot of process state before and after a call, and a readable diff.
 
-It reads every entry of the guard registry (restored guards and watch-only entries alike) and
-adds the state that cannot be restored by assignment: Python threads, open file descriptors,
-child processes, CUDA initialisation. A difference is reported as
+It reads every entry of the guard registry: the restored guards and the watch-only entries of
+`watched` (state that cannot be restored by assignment: Python threads, open file descriptors,
+child processes, CUDA initialisation, ...). A difference is reported as
 "X was modified by the call: before -> after". Switch it on for one call with
 `check_leaks=True`, or for every call with `RLRUN_CHECK_LEAKS=1`; the test suite runs with it on.
 """
@@ -10,13 +10,12 @@ child processes, CUDA initialisation. A difference is reported as
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Mapping, Set
 from typing import Any
 
-from rlrun.hermetic.registry import GUARDS, Guard, module_loaded, register
+from rlrun.hermetic.registry import GUARDS
 
 Snapshot = dict[str, Any]
 
@@ -76,78 +75,3 @@ def _describe(old: Any, new: Any) -> str:
         parts = [f"added {_short(added)}"] * bool(added) + [f"removed {_short(removed)}"] * bool(removed)
         return ", ".join(parts)
     return f"{_short(old)} -> {_short(new)}"
-
-
-# --- watch-only entries for state that cannot be put back by assignment -------------------------------------
-
-
-def _threads() -> frozenset[tuple[int | None, str]]:
-    return frozenset((thread.ident, thread.name) for thread in threading.enumerate())
-
-
-def _open_files() -> frozenset[tuple[int, str]]:
-    directory = f"/proc/{os.getpid()}/fd"
-    if not os.path.isdir(directory):
-        return frozenset()
-    files = set()
-    for entry in os.listdir(directory):
-        try:
-            target = os.readlink(f"{directory}/{entry}")
-        except OSError:  # closed meanwhile, or the listing's own descriptor
-            continue
-        if target != directory:
-            files.add((int(entry), target))
-    return frozenset(files)
-
-
-def _child_processes() -> frozenset[int]:
-    children: set[int] = set()
-    task_directory = f"/proc/{os.getpid()}/task"
-    if os.path.isdir(task_directory):
-        for task in os.listdir(task_directory):
-            try:
-                with open(f"{task_directory}/{task}/children") as listing:
-                    children.update(int(pid) for pid in listing.read().split())
-            except OSError:
-                continue
-    return frozenset(children)
-
-
-register(
-    Guard(
-        "threads",
-        "Python threads alive after the call (watched: whoever starts a thread must stop it).",
-        _threads,
-        category="process",
-    )
-)
-register(
-    Guard(
-        "open file descriptors",
-        "This process's open file descriptors and what they point to (watched; Linux `/proc`).",
-        _open_files,
-        category="process",
-    )
-)
-register(
-    Guard(
-        "child processes",
-        "Live child processes of this process (watched; Linux `/proc`).",
-        _child_processes,
-        category="process",
-    )
-)
-register(
-    Guard(
-        "CUDA initialised",
-        "`torch.cuda.is_initialized()` (watched: a CPU call must not initialise CUDA).",
-        lambda: sys.modules["torch"].cuda.is_initialized(),
-        category="torch",
-        available=module_loaded("torch"),
-    )
-)
-
-
-def watched() -> list[Guard]:
-    """Return the registry entries the detector watches but the scope does not restore."""
-    return [guard for guard in GUARDS if not guard.restored]

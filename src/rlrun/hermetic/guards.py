@@ -1,15 +1,18 @@
 """The generic guards: process-global state that any call may change, whatever the library.
 
 Registered in this order on import; the scope captures in this order and restores in reverse.
-Library adapters add their own guards (for example SKRL's config singleton) with `register`.
+Torch's guards are in `torch_state`, the watch-only entries in `watched`; library adapters add their
+own guards (for example SKRL's config singleton) with `register`.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import gc
 import logging
 import multiprocessing
+import operator
 import os
 import random
 import signal
@@ -18,7 +21,7 @@ import threading
 import warnings
 from typing import Any
 
-from rlrun.hermetic.registry import MISSING, Guard, list_guard, module_loaded, object_guard, register
+from rlrun.hermetic.registry import MISSING, Guard, identity_guard, list_guard, module_loaded, object_guard, register
 
 # --- Python runtime -----------------------------------------------------------------------------------------
 
@@ -89,51 +92,21 @@ def _chdir(path: str | None) -> None:
 register(object_guard("cwd", _getcwd, _chdir, doc="The working directory.", category="process"))
 
 
-def _set_stream(name: str) -> Any:
-    return lambda value: setattr(sys, name, value)
-
-
 for _stream in ("stdin", "stdout", "stderr"):
     register(
-        Guard(
+        identity_guard(
             f"sys.{_stream}",
-            f"The `sys.{_stream}` object (the CLI's progress display redirects stdout inside the call).",
-            lambda _stream=_stream: getattr(sys, _stream),
-            lambda saved, _stream=_stream: None if getattr(sys, _stream) is saved else setattr(sys, _stream, saved),
-            fingerprint=id,
+            sys,
+            _stream,
+            doc=f"The `sys.{_stream}` object (the CLI's progress display redirects stdout inside the call).",
         )
     )
-
 for _hook in ("excepthook", "displayhook", "unraisablehook"):
-    register(
-        Guard(
-            f"sys.{_hook}",
-            f"The `sys.{_hook}` function.",
-            lambda _hook=_hook: getattr(sys, _hook),
-            lambda saved, _hook=_hook: None if getattr(sys, _hook) is saved else setattr(sys, _hook, saved),
-            fingerprint=id,
-        )
-    )
-register(
-    Guard(
-        "threading.excepthook",
-        "The `threading.excepthook` function.",
-        lambda: threading.excepthook,
-        lambda saved: None if threading.excepthook is saved else setattr(threading, "excepthook", saved),
-        fingerprint=id,
-    )
-)
+    register(identity_guard(f"sys.{_hook}", sys, _hook, doc=f"The `sys.{_hook}` function."))
+register(identity_guard("threading.excepthook", threading, "excepthook", doc="The `threading.excepthook` function."))
 register(object_guard("sys.recursionlimit", sys.getrecursionlimit, sys.setrecursionlimit, doc="The recursion limit."))
 register(
     object_guard("sys.switchinterval", sys.getswitchinterval, sys.setswitchinterval, doc="The thread switch interval.")
-)
-register(
-    Guard(
-        "sys trace and profile hooks",
-        "`sys.gettrace()` and `sys.getprofile()` of the calling thread (watched: debuggers and coverage own them).",
-        lambda: (sys.gettrace(), sys.getprofile()),
-        fingerprint=lambda saved: tuple(map(id, saved)),
-    )
 )
 
 # --- warnings and logging -----------------------------------------------------------------------------------
@@ -171,25 +144,43 @@ register(
 
 _LoggerState = tuple[int, tuple[logging.Handler, ...], bool, bool]
 _NEW_LOGGER_STATE: _LoggerState = (logging.NOTSET, (), True, False)
+_SavedLogging = tuple[int, list[logging.Logger], list[_LoggerState]]
+_loggers: list[list[Any]] = [[], []]
+"""The last `loggerDict` values seen (root first) and the loggers among them (not placeholders)."""
 
 
-def _capture_logging() -> tuple[int, dict[str, _LoggerState]]:
-    manager = logging.root.manager
-    placeholder = logging.PlaceHolder
-    states = {
-        name: (logger.level, tuple(logger.handlers), logger.propagate, logger.disabled)
-        for name, logger in list(manager.loggerDict.items())
-        if logger.__class__ is not placeholder
-    }
+def _current_loggers() -> list[logging.Logger]:
+    """Root and every logger, without placeholders; the filtered list is reused while `loggerDict` is unchanged."""
     root = logging.root
-    states[""] = (root.level, tuple(root.handlers), root.propagate, root.disabled)
-    return manager.disable, states
+    values = [root, *root.manager.loggerDict.values()]
+    seen, loggers = _loggers
+    if values != seen:  # compares by identity first: cheap when nothing was added or replaced
+        placeholder = logging.PlaceHolder
+        loggers = [logger for logger in values if logger.__class__ is not placeholder]
+        _loggers[:] = [values, loggers]
+    return loggers
 
 
-def _restore_logging(saved: tuple[int, dict[str, _LoggerState]]) -> None:
+def _capture_logging() -> _SavedLogging:
+    # Flat lists that compare equal in C when nothing changed: a process with every library imported has some
+    # 400 loggers, and this walk runs twice per call.
+    loggers = _current_loggers()
+    states = [(logger.level, tuple(logger.handlers), logger.propagate, logger.disabled) for logger in loggers]
+    return logging.root.manager.disable, loggers, states
+
+
+def _states_by_name(saved: _SavedLogging) -> dict[str, _LoggerState]:
+    """The saved state of each logger by name (the root's under `""`)."""
+    _, loggers, states = saved
+    names = ["" if logger is logging.root else logger.name for logger in loggers]
+    return dict(zip(names, states, strict=True))
+
+
+def _restore_logging(saved: _SavedLogging) -> None:
     if _capture_logging() == saved:
         return
-    disable, states = saved
+    disable = saved[0]
+    states = _states_by_name(saved)
     manager = logging.root.manager
     if manager.disable != disable:
         logging.disable(disable)
@@ -206,11 +197,10 @@ def _restore_logging(saved: tuple[int, dict[str, _LoggerState]]) -> None:
     manager._clear_cache()  # levels set behind setLevel's back (logger.level = ...) leave stale caches
 
 
-def _logging_fingerprint(saved: tuple[int, dict[str, _LoggerState]]) -> Any:
-    disable, states = saved
-    return {"<disable>": disable} | {
+def _logging_fingerprint(saved: _SavedLogging) -> Any:
+    return {"<disable>": saved[0]} | {
         name or "<root>": (logging.getLevelName(level), tuple(map(repr, handlers)), propagate, disabled)
-        for name, (level, handlers, propagate, disabled) in states.items()
+        for name, (level, handlers, propagate, disabled) in _states_by_name(saved).items()
         if name == "" or (level, handlers, propagate, disabled) != _NEW_LOGGER_STATE
     }
 
@@ -230,17 +220,23 @@ register(
 # --- process hooks ------------------------------------------------------------------------------------------
 
 _GUARDED_SIGNALS = ("SIGINT", "SIGTERM")
-_WATCHED_SIGNALS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGPIPE")
 
 
-def _capture_signals(names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: signal.getsignal(getattr(signal, name)) for name in names if hasattr(signal, name)}
+# `signal.getsignal` wraps `_signal.getsignal` and converts the handler to a `Handlers` member, which for a
+# Python handler raises and catches a ValueError inside `enum` (2 us a call). The raw handler is the same object
+# on every read (`SIG_DFL` and `SIG_IGN` as the module's own ints) and `signal.signal` takes it back as it is.
+_getsignal = getattr(sys.modules.get("_signal"), "getsignal", signal.getsignal)
+
+
+def capture_signals(names: tuple[str, ...]) -> dict[str, Any]:
+    """The handlers of the signals called `names` (those this platform has)."""
+    return {name: _getsignal(getattr(signal, name)) for name in names if hasattr(signal, name)}
 
 
 def _restore_signals(saved: dict[str, Any]) -> None:
     for name, handler in saved.items():
         number = getattr(signal, name)
-        if signal.getsignal(number) is not handler and handler is not None:
+        if _getsignal(number) is not handler and handler is not None:
             signal.signal(number, handler)
 
 
@@ -248,17 +244,8 @@ register(
     Guard(
         "signal handlers",
         "The SIGINT and SIGTERM handlers (restored from the main thread).",
-        lambda: _capture_signals(_GUARDED_SIGNALS),
+        lambda: capture_signals(_GUARDED_SIGNALS),
         _restore_signals,
-        fingerprint=lambda saved: {name: id(handler) for name, handler in saved.items()},
-        category="process",
-    )
-)
-register(
-    Guard(
-        "other signal handlers",
-        "SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD and SIGPIPE handlers (watched).",
-        lambda: _capture_signals(_WATCHED_SIGNALS),
         fingerprint=lambda saved: {name: id(handler) for name, handler in saved.items()},
         category="process",
     )
@@ -269,16 +256,26 @@ _recorded_registrations = 0
 """How many exit hooks went through a recorder in this process (they are unregistered after each call)."""
 
 
+def unrecorded_exit_hooks() -> int:
+    """How many exit hooks are registered that did not go through a call's recorder (watched in `watched`)."""
+    # CPython's counter does not go down on unregister; hooks that went through a recorder are subtracted.
+    return atexit._ncallbacks() - _recorded_registrations
+
+
 class _AtexitRecorder:
     """Stands in for `atexit.register` during a call and remembers what the call registered."""
 
     def __init__(self, register_function: Any) -> None:
         self.register_function = register_function
+        """What `atexit.register` was (put back at the end); an outer call's recorder when calls nest."""
+        self._real = register_function._real if isinstance(register_function, _AtexitRecorder) else register_function
+        """The function that registers: a nested call's hooks bypass the outer recorder, which would
+        otherwise count them twice and run them again at the outer call's end."""
         self.callbacks: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
 
     def __call__(self, function: Any, *args: Any, **kwargs: Any) -> Any:
         global _recorded_registrations
-        result = self.register_function(function, *args, **kwargs)
+        result = self._real(function, *args, **kwargs)
         self.callbacks.append((function, args, kwargs))
         _recorded_registrations += 1
         return result
@@ -308,14 +305,14 @@ def _restore_atexit(saved: tuple[Any, _AtexitRecorder]) -> None:
 
 register(
     Guard(
-        "atexit callbacks",
-        "Exit hooks registered during the call through `atexit.register`: run at the end of the call "
-        "(as a fresh process would at exit), then unregistered. Hooks added any other way are reported.",
+        "atexit.register",
+        "The `atexit.register` function, and the exit hooks registered through it during the call: run at the "
+        "end of the call (as a fresh process would at exit), then unregistered. Hooks added any other way are "
+        "reported (`atexit callbacks`).",
         _capture_atexit,
         _restore_atexit,
-        # CPython's counter does not go down on unregister; hooks that went through a recorder are subtracted.
-        observe=lambda: (atexit.register, atexit._ncallbacks() - _recorded_registrations),
-        fingerprint=lambda saved: (getattr(saved[0], "__qualname__", repr(saved[0])), saved[1]),
+        observe=lambda: atexit.register,
+        fingerprint=lambda saved: getattr(saved, "__qualname__", repr(saved)),
         category="process",
     )
 )
@@ -357,14 +354,6 @@ register(
         category="process",
     )
 )
-register(
-    Guard(
-        "garbage collector freeze",
-        "`gc.get_freeze_count()` (watched: objects moved to the permanent generation stay there).",
-        gc.get_freeze_count,
-        category="process",
-    )
-)
 
 # --- global random number generators ------------------------------------------------------------------------
 
@@ -383,20 +372,59 @@ def _numpy_random() -> Any:
     return sys.modules["numpy"].random
 
 
-def _restore_numpy_rng(saved: tuple[Any, ...]) -> None:
-    _numpy_random().set_state(saved)
+_MT19937_STATE_BYTES = 624 * 4 + 4
+"""NumPy's `mt19937_state` struct: the 624-word key, then the position."""
+_raw_mt19937_state_readable: list[bool] = []
+"""[True] once reading the state struct has been checked against `get_state()` in this process, [False] if it failed."""
 
 
-def _numpy_rng_fingerprint(saved: tuple[Any, ...]) -> Any:
-    name, keys, position, has_gauss, cached = saved
+def _raw_numpy_rng_state() -> bytes | None:
+    """The MT19937 state of NumPy's global generator, read from memory through the public `BitGenerator.ctypes`.
+
+    A microsecond, against some 30 us for `get_state()` or `set_state()`, which copy the key word by word. None
+    where NumPy has no `get_bit_generator`, the global generator is not an MT19937, or the struct's layout did
+    not match `get_state()` when first checked.
+    """
+    random = _numpy_random()
+    get_bit_generator = getattr(random, "get_bit_generator", None)
+    if get_bit_generator is None or _raw_mt19937_state_readable == [False]:
+        return None
+    bit_generator = get_bit_generator()
+    if type(bit_generator) is not random.MT19937:
+        return None
+    raw = ctypes.string_at(bit_generator.ctypes.state_address, _MT19937_STATE_BYTES)
+    if not _raw_mt19937_state_readable:
+        _, key, position, *_ = random.get_state()
+        layout = raw[:-4] == key.tobytes() and int.from_bytes(raw[-4:], sys.byteorder, signed=True) == position
+        _raw_mt19937_state_readable.append(layout)
+        return raw if layout else None
+    return raw
+
+
+def _capture_numpy_rng() -> tuple[tuple[Any, ...], bytes | None]:
+    return _numpy_random().get_state(), _raw_numpy_rng_state()
+
+
+def _restore_numpy_rng(saved: tuple[tuple[Any, ...], bytes | None]) -> None:
+    state, raw = saved
+    # Unmoved: the same key and position, and no cached Gaussian before. (A call can only cache one by drawing
+    # a pair, which moves the generator; short of `set_state` with a crafted state.) Else set it back.
+    if raw is not None and not state[3] and _raw_numpy_rng_state() == raw:
+        return
+    _numpy_random().set_state(state)
+
+
+def _numpy_rng_fingerprint(saved: tuple[tuple[Any, ...], bytes | None]) -> Any:
+    name, keys, position, has_gauss, cached = saved[0]
     return name, hash(keys.tobytes()), position, has_gauss, cached
 
 
 register(
     Guard(
         "numpy.random",
-        "The state of NumPy's legacy global generator (`np.random.seed` and friends).",
-        lambda: _numpy_random().get_state(),
+        "The state of NumPy's legacy global generator (`np.random.seed` and friends); set back unless its "
+        "MT19937 state did not move.",
+        _capture_numpy_rng,
         _restore_numpy_rng,
         fingerprint=_numpy_rng_fingerprint,
         category="rng",
@@ -444,7 +472,7 @@ def _restore_gymnasium(saved: tuple[dict[str, Any], Any, Any]) -> None:
     registration = sys.modules["gymnasium.envs.registration"]
     registry, namespace, min_level = saved
     current = registration.registry
-    if current.keys() != registry.keys() or any(current[key] is not spec for key, spec in registry.items()):
+    if current.keys() != registry.keys() or not all(map(operator.is_, current.values(), registry.values())):
         current.clear()
         current.update(registry)
     if registration.current_namespace != namespace:
@@ -462,7 +490,7 @@ register(
         _restore_gymnasium,
         fingerprint=lambda saved: ({key: id(spec) for key, spec in saved[0].items()}, saved[1], saved[2]),
         category="gymnasium",
-        available=lambda: "gymnasium.envs.registration" in sys.modules and "gymnasium.logger" in sys.modules,
+        available=module_loaded("gymnasium.envs.registration", "gymnasium.logger"),
     )
 )
 

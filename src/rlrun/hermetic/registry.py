@@ -1,10 +1,32 @@
 """The guard registry: the one list of process-global state that a call must leave as it found it.
 
+How to add a guard
+------------------
+1. Pick the module. A global any call may change: `hermetic/guards.py` (Python, process, RNGs,
+   NumPy, Gymnasium) or `hermetic/torch_state.py` (torch). A global only one RL library changes: that
+   library's adapter, `rlrun/libraries/<library>.py`, with `owner="<library>"`. State that cannot be
+   put back by assignment (threads, file descriptors, one-way switches): `hermetic/watched.py`, as
+   `watch(Guard(name, doc, read))`, without a restorer; the leak detector reports it, and whoever
+   opened it must close it (skip step 3).
+2. Build it with the first helper below that fits, and `register(...)` it at import time:
+   `identity_guard` (an object replaced by assignment: `sys.stdout`), `list_guard` (a list whose
+   object and contents both matter: `sys.argv`), `object_guard` (a value with a getter and a setter;
+   `torch_value_guard` for a torch setting), `attributes_guard` (every attribute of a configuration
+   object), or `Guard(...)` for anything else. When it reads a module that may not be imported yet,
+   pass `available=module_loaded("module")`.
+3. Add one realistic mutation under the guard's name to `MUTATIONS` in `tests/support.py` (in
+   `FATAL_MUTATIONS` too if a training still running would break on it). Run
+   `pytest tests/hermetic/test_guards.py`: `test_every_restorable_guard_has_a_mutation` fails until
+   the entry exists, and `test_guard_restores_value_and_identity` checks that the guard puts back
+   both the value and the object. The meddling task of `tests/api/test_contract.py` makes the
+   change in the middle of a training, for every library.
+4. Regenerate the docs: `python scripts/guard_docs.py > docs/guards.md`
+   (`tests/hermetic/test_registry.py` fails while the page is out of date).
+
 Each entry is a named pair, `capture() -> saved` and `restore(saved)`, in the style of CPython's
 regression-test `saved_test_environment`. Entries without a restorer are watched by the leak
-detector only (threads, file descriptors, ...): state that cannot be put back by assignment and
-must instead be closed by whoever opened it. The hermetic scope, the leak detector, the tests and
-the docs all iterate over `GUARDS`.
+detector only. The hermetic scope, the leak detector, the tests and the docs all iterate over
+`GUARDS`.
 
 Rules every guard follows:
 - `capture` never imports a module and never initialises CUDA; a guard whose module is not imported
@@ -93,9 +115,32 @@ def registered(guard: Guard) -> Iterator[Guard]:
         unregister(guard.name)
 
 
-def module_loaded(name: str) -> Callable[[], bool]:
-    """Return an `available` predicate that is True once module `name` is imported."""
-    return lambda: name in sys.modules
+def module_loaded(*names: str) -> Callable[[], bool]:
+    """Return an `available` predicate that is True once every module in `names` is imported."""
+    if len(names) == 1:
+        (name,) = names
+        return lambda: name in sys.modules
+    return lambda: all(name in sys.modules for name in names)
+
+
+def identity_guard(
+    name: str,
+    owner_object: Any,
+    attribute: str,
+    *,
+    doc: str,
+    category: str = "python",
+) -> Guard:
+    """Guard an object that is replaced by assignment (`sys.stdout`, `sys.excepthook`): the same object is put back."""
+
+    def capture() -> Any:
+        return getattr(owner_object, attribute)
+
+    def restore(saved: Any) -> None:
+        if getattr(owner_object, attribute) is not saved:
+            setattr(owner_object, attribute, saved)
+
+    return Guard(name, doc, capture, restore, fingerprint=id, category=category)
 
 
 def object_guard(

@@ -11,13 +11,30 @@ A restorer that fails does not stop the others and never masks the call's own ex
 error is attached to that exception as a note); when the call itself succeeded, the restore
 failures are raised together as `RestoreFailed`. `KeyboardInterrupt` and `SystemExit` are
 restored for, then propagate unchanged.
+
+The import phase (`Call.import_modules`), and what an import may change. Importing a library
+changes some globals once per process: it adds logger handlers (SKRL), raises torch's print
+precision and dynamo limits (rl_games), registers Gymnasium envs. Those effects stay: they belong
+to the import, the library relies on them, and it would not redo them on the next call. Two things
+an import may not change, because they are the caller's and the caller would see them move on
+the first call only:
+- the caller's random streams: `random`, NumPy's global generator and torch's CPU generator (each
+  where it is already imported) are put back after the imports; SB3 and SKRL's JAX modules draw
+  from them while they import;
+- the caller's warning behaviour: the imports run under `warnings.catch_warnings()`, so filters
+  they add are dropped with it, and a warning they raise is recorded in `Call.import_warnings`
+  instead of being shown or, under a caller's `simplefilter("error")`, raised. Those warnings are
+  about the library's own code (rl_games' use of `torch.jit.script_method`), not the caller's.
+Everything the call itself does afterwards is restored by the guards, whatever it is.
 """
 
 from __future__ import annotations
 
 import importlib
+import random
 import sys
 import threading
+import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,7 +54,7 @@ def capture_all() -> list[tuple[Guard, Any]]:
     saved = []
     try:
         for guard in list(GUARDS):
-            if guard.restored and guard.available():
+            if guard.restore is not None and guard.available():
                 saved.append((guard, guard.capture()))
     except BaseException:
         restore_all(saved)  # a capture with side effects (the atexit recorder) must be undone
@@ -56,23 +73,53 @@ def restore_all(saved: list[tuple[Guard, Any]]) -> list[tuple[str, BaseException
     return failures
 
 
+@contextmanager
+def _caller_streams_kept() -> Iterator[None]:
+    """Put the caller's random streams back after the block: `random`, and NumPy's and torch's CPU generators
+    where they are imported already (a generator a module creates as it is imported is not the caller's)."""
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
+    states = (
+        random.getstate(),
+        None if numpy is None else numpy.random.get_state(),
+        None if torch is None else torch.get_rng_state(),
+    )
+    try:
+        yield
+    finally:
+        random.setstate(states[0])
+        if numpy is not None:
+            numpy.random.set_state(states[1])
+        if torch is not None:
+            torch.set_rng_state(states[2])
+
+
 class Call:
     """One hermetic call in progress: imports, the guarded run and the leak detector's bookkeeping."""
 
     def __init__(self, check_leaks: bool) -> None:
         self.check_leaks = check_leaks
         self.reports: list[str] = []
+        self.import_warnings: list[warnings.WarningMessage] = []
+        """Warnings raised while `import_modules` imported (recorded, never shown; see the module docstring)."""
         self._baseline: census.Snapshot | None = census.snapshot() if check_leaks else None
 
     def import_modules(self, names: Iterable[str]) -> None:
-        """Import modules before capture, so their import-time effects are not taken for the call's."""
+        """Import modules before capture, so their import-time effects are not taken for the call's.
+
+        The imports keep the caller's random streams and warning behaviour (see the module docstring).
+        """
         missing = [name for name in names if name not in sys.modules]
         if not missing:
             return
         if self._baseline is not None:
             self.reports += census.compare(self._baseline, census.snapshot(), what="the call")
-        for name in missing:
-            importlib.import_module(name)
+        with _caller_streams_kept(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # record each one; "always" also leaves the modules' registries alone
+            try:
+                for name in missing:
+                    importlib.import_module(name)
+            finally:
+                self.import_warnings += caught
         if self._baseline is not None:
             self._baseline = census.snapshot()
 

@@ -12,7 +12,7 @@ Restore rules measured on torch 2.13 (reference/libraries.md C.5):
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
@@ -23,6 +23,11 @@ _torch_loaded = module_loaded("torch")
 
 def _torch() -> Any:
     return sys.modules["torch"]
+
+
+def torch_value_guard(name: str, get: Callable[[], Any], set: Callable[[Any], None], *, doc: str) -> Guard:
+    """An `object_guard` over a torch setting: category `torch`, skipped until torch is imported."""
+    return object_guard(name, get, set, doc=doc, category="torch", available=_torch_loaded)
 
 
 _resolved: dict[str, Any] = {}
@@ -65,9 +70,10 @@ def _matmul_precision() -> str | None:
 def _legacy_tf32() -> tuple[bool | None, bool | None]:
     """The legacy cuBLAS and cuDNN `allow_tf32` booleans, None where torch refuses to answer."""
     values = []
+    binding = _resolve("_C")
     for getter in ("_get_cublas_allow_tf32", "_get_cudnn_allow_tf32"):
         try:
-            values.append(getattr(_torch()._C, getter)())
+            values.append(getattr(binding, getter)())
         except (AttributeError, RuntimeError):
             values.append(None)
     return values[0], values[1]
@@ -122,26 +128,29 @@ _BACKEND_FLAGS = (
     "backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
 )
 _SDP_BACKENDS = ("flash", "mem_efficient", "math", "cudnn")
+_FLAG_OWNERS = tuple((path, *path.rsplit(".", 1)) for path in _BACKEND_FLAGS)
+_SDP_GETTERS = tuple((f"sdp.{backend}", f"{backend}_sdp_enabled") for backend in _SDP_BACKENDS)
 
 
 def _capture_backend_flags() -> dict[str, Any]:
     flags = {}
-    for path in _BACKEND_FLAGS:
-        owner, name = path.rsplit(".", 1)
+    for path, owner, name in _FLAG_OWNERS:
         try:
             flags[path] = getattr(_resolve(owner), name)
         except (AttributeError, RuntimeError):
             continue
-    cuda = _torch().backends.cuda
-    for backend in _SDP_BACKENDS:
-        getter = getattr(cuda, f"{backend}_sdp_enabled", None)
+    cuda = _resolve("backends.cuda")
+    for key, name in _SDP_GETTERS:
+        getter = getattr(cuda, name, None)
         if getter is not None:
-            flags[f"sdp.{backend}"] = getter()
+            flags[key] = getter()
     return flags
 
 
 def _restore_backend_flags(saved: dict[str, Any]) -> None:
     current = _capture_backend_flags()
+    if current == saved:
+        return
     cuda = _torch().backends.cuda
     for key, value in saved.items():
         if current.get(key) == value:
@@ -176,88 +185,59 @@ def _set_deterministic_algorithms(saved: tuple[bool, bool]) -> None:
 
 
 register(
-    object_guard(
+    torch_value_guard(
         "torch deterministic algorithms",
         _deterministic_algorithms,
         _set_deterministic_algorithms,
         doc="`torch.use_deterministic_algorithms` mode and `warn_only`.",
-        category="torch",
-        available=_torch_loaded,
     )
 )
 register(
-    object_guard(
+    torch_value_guard(
         "torch default dtype",
         lambda: _torch().get_default_dtype(),
         lambda dtype: _torch().set_default_dtype(dtype),
         doc="`torch.get_default_dtype()`.",
-        category="torch",
-        available=_torch_loaded,
     )
 )
 
 
 def _default_device() -> Any:
-    context = getattr(_torch()._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    """The device set by `torch.set_default_device`, None when unset (and on a torch without it)."""
+    context = getattr(getattr(_torch(), "_GLOBAL_DEVICE_CONTEXT", None), "device_context", None)
     return None if context is None else context.device
 
 
 register(
-    object_guard(
+    torch_value_guard(
         "torch default device",
         _default_device,
         lambda device: _torch().set_default_device(device),
         doc="The device set by `torch.set_default_device` (None when unset).",
-        category="torch",
-        available=lambda: _torch_loaded() and hasattr(_torch(), "_GLOBAL_DEVICE_CONTEXT"),
     )
 )
 register(
-    object_guard(
+    torch_value_guard(
         "torch intra-op threads",
         lambda: _torch().get_num_threads(),
         lambda threads: _torch().set_num_threads(threads),
         doc="`torch.get_num_threads()`.",
-        category="torch",
-        available=_torch_loaded,
     )
 )
 register(
-    Guard(
-        "torch inter-op threads",
-        "`torch.get_num_interop_threads()` (watched: it can be set once per process only).",
-        lambda: _torch().get_num_interop_threads(),
-        category="torch",
-        available=_torch_loaded,
-    )
-)
-register(
-    object_guard(
+    torch_value_guard(
         "torch grad mode",
         lambda: _torch().is_grad_enabled(),
         lambda enabled: _torch().set_grad_enabled(enabled),
         doc="`torch.is_grad_enabled()` of the calling thread.",
-        category="torch",
-        available=_torch_loaded,
     )
 )
 register(
-    object_guard(
+    torch_value_guard(
         "torch anomaly mode",
         lambda: (_torch().is_anomaly_enabled(), _torch().is_anomaly_check_nan_enabled()),
         lambda saved: _torch().set_anomaly_enabled(saved[0], saved[1]),
         doc="`torch.is_anomaly_enabled()` and its `check_nan` setting.",
-        category="torch",
-        available=_torch_loaded,
-    )
-)
-register(
-    Guard(
-        "torch inference mode",
-        "`torch.is_inference_mode_enabled()` of the calling thread (watched: only a context manager sets it).",
-        lambda: _torch().is_inference_mode_enabled(),
-        category="torch",
-        available=_torch_loaded,
     )
 )
 
@@ -276,24 +256,28 @@ def _set_print_options(saved: dict[str, Any]) -> None:
 
 
 register(
-    object_guard(
+    torch_value_guard(
         "torch print options",
         _print_options,
         _set_print_options,
         doc="`torch.set_printoptions` precision, threshold, edgeitems, linewidth and sci_mode.",
-        category="torch",
-        available=_torch_loaded,
     )
 )
 
 _DYNAMO_LIMITS = ("recompile_limit", "accumulated_recompile_limit", "cache_size_limit")
 
 
+_dynamo_limit_names: list[str] = []
+"""The limits this torch has, found on first use (each lookup on dynamo's config module costs microseconds)."""
+
+
 def _dynamo_limits() -> dict[str, Any]:
     config = sys.modules["torch._dynamo.config"]
-    # `cache_size_limit` is an alias of `recompile_limit` where both exist; read the first one present of each.
-    names = [name for name in _DYNAMO_LIMITS[:2] if hasattr(config, name)] or [_DYNAMO_LIMITS[2]]
-    return {name: getattr(config, name) for name in names}
+    if not _dynamo_limit_names:
+        # `cache_size_limit` is an alias of `recompile_limit` where both exist; read the first one present of each.
+        names = [name for name in _DYNAMO_LIMITS[:2] if hasattr(config, name)] or [_DYNAMO_LIMITS[2]]
+        _dynamo_limit_names.extend(names)
+    return {name: getattr(config, name) for name in _dynamo_limit_names}
 
 
 def _set_dynamo_limits(saved: dict[str, Any]) -> None:
@@ -404,7 +388,7 @@ def fresh_torch_state() -> Iterator[None]:
             torch.set_anomaly_enabled(False)
         if torch.get_default_dtype() is not torch.float32:
             torch.set_default_dtype(torch.float32)
-        if hasattr(torch, "_GLOBAL_DEVICE_CONTEXT") and _default_device() is not None:
+        if _default_device() is not None:
             torch.set_default_device(None)
         if torch.are_deterministic_algorithms_enabled():
             torch.use_deterministic_algorithms(False)
