@@ -6,7 +6,9 @@ printed for context. Each rate is the best of `BLOCKS` timed blocks, the one lea
 other processes: torch runs sin/cos on a few thousand elements on all its threads, so a busy CPU
 slows the torch env far more than the single-threaded NumPy ones.
 
-    python benchmarks/env_throughput.py [--num_envs 4096] [--steps 1000] [--device cpu]
+    python benchmarks/env_throughput.py [--num_envs 4096] [--steps 1000] [--device cpu] [--threads N]
+
+`benchmarks/env_vs_numpy.py` measures the native tasks against NumPy vector envs, alternating.
 """
 
 from __future__ import annotations
@@ -73,12 +75,21 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000, help="timed steps of rlrun/CartPole-v1")
     parser.add_argument("--sync_steps", type=int, default=30, help="timed steps of the SyncVectorEnv")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own default)")
     args = parser.parse_args()
 
-    native = native_rate(args.num_envs, args.steps, args.device)
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads or default_threads)
+    try:
+        native = native_rate(args.num_envs, args.steps, args.device)
+    finally:
+        torch.set_num_threads(default_threads)
     sync = gymnasium_rate(args.num_envs, args.sync_steps, "sync")
     numpy_vector = gymnasium_rate(args.num_envs, args.steps, "vector_entry_point")
-    print(f"num_envs={args.num_envs}, torch {torch.__version__}, gymnasium {gymnasium.__version__}")
+    print(
+        f"num_envs={args.num_envs}, torch threads {args.threads or default_threads}, "
+        f"torch {torch.__version__}, gymnasium {gymnasium.__version__}"
+    )
     for label, rate in (
         (f"rlrun/CartPole-v1 (torch, {args.device})", native),
         ("CartPole-v1 in SyncVectorEnv", sync),

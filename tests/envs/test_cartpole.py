@@ -230,3 +230,27 @@ def test_only_rgb_array_rendering_is_offered():
     assert len(frames) == 3 and frames[2].shape == (400, 600, 3)
     assert CartPoleVectorEnv(1).render() is None
     env.close()
+
+
+def test_constants_changed_after_construction_take_effect_like_in_gymnasium():
+    """The step reads the physical constants from the attributes, as Gymnasium's does, even when set later."""
+    env = CartPoleVectorEnv(2)
+    env.reset(seed=0)
+    env.step(torch.tensor([0, 0]))  # with the constructor's constants
+    reference = gymnasium.make("CartPole-v1").unwrapped
+    reference.reset(seed=0)
+    for target in (env, reference):
+        target.gravity, target.force_mag, target.tau = 3.0, 4.0, 0.05
+    for _ in range(3):
+        reference.state = env.state[0].numpy().copy()
+        env.step(torch.tensor([1, 1]))
+        reference.step(1)
+        np.testing.assert_allclose(env.state[0].numpy(), reference.state, rtol=0, atol=1e-12)
+    reference.close()
+
+
+def test_discrete_actions_outside_the_space_raise():
+    env = CartPoleVectorEnv(2)
+    env.reset(seed=0)
+    with pytest.raises(IndexError):
+        env.step(torch.tensor([0, 2]))

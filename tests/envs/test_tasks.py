@@ -16,7 +16,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 import rlrun.envs
-from rlrun.envs import NATIVE_TASKS, NativeTask, env_config, make_env, register_task
+from rlrun.envs import BUILTIN_TASKS, NATIVE_TASKS, NativeTask, env_config, make_env, register_task
 from rlrun.envs.cartpole import CartPoleVectorEnv
 from rlrun.envs.gymnasium_torch import GymnasiumTorchVectorEnv
 from rlrun.envs.pendulum import PendulumVectorEnv
@@ -55,6 +55,12 @@ def test_native_tasks_are_registered_with_gymnasium():
         assert spec.kwargs == task.kwargs
     assert NATIVE_TASKS["rlrun/CartPoleContinuous-v1"].kwargs == {"continuous": True}
     assert NATIVE_TASKS["rlrun/CartPole-v1"].reward_threshold == 475.0
+
+
+def test_the_builtin_records_come_first_and_name_their_classes():
+    assert list(NATIVE_TASKS)[: len(BUILTIN_TASKS)] == [task.id for task in BUILTIN_TASKS]
+    assert all(NATIVE_TASKS[task.id] is task for task in BUILTIN_TASKS)
+    assert [task.load() for task in BUILTIN_TASKS] == [CartPoleVectorEnv, CartPoleVectorEnv, PendulumVectorEnv]
 
 
 @pytest.mark.parametrize("task_id", list(NATIVE))

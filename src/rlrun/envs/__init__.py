@@ -8,25 +8,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlrun.envs.tasks import NATIVE_TASKS, NativeTask, env_config, make_env, register_task, resolve_task
+from rlrun.envs.tasks import (
+    BUILTIN_TASKS,
+    NATIVE_TASKS,
+    NativeTask,
+    env_config,
+    make_env,
+    register,
+    register_task,
+    resolve_task,
+)
 
 if TYPE_CHECKING:
+    from rlrun.envs.batched import BatchedVectorEnv
     from rlrun.envs.statistics import EpisodeStatistics
 
 __all__ = [
+    "BUILTIN_TASKS",
     "NATIVE_TASKS",
+    "BatchedVectorEnv",
     "EpisodeStatistics",
     "NativeTask",
     "env_config",
     "make_env",
+    "register",
     "register_task",
     "resolve_task",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "EpisodeStatistics":  # imports torch, so only on first use
+    # These import torch, so only on first use.
+    if name == "EpisodeStatistics":
         from rlrun.envs.statistics import EpisodeStatistics
 
         return EpisodeStatistics
+    if name == "BatchedVectorEnv":
+        from rlrun.envs.batched import BatchedVectorEnv
+
+        return BatchedVectorEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ step take and return torch tensors on its `device`.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,11 @@ _SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
 
 @dataclass(frozen=True)
 class NativeTask:
-    """A task that rlrun implements as a batched torch vector env."""
+    """A task that rlrun implements as a batched torch vector env: registration is this record, data only.
+
+    Like Gymnasium's `EnvSpec`, the env class is named by a lazy "module:Class" entry point, imported
+    only when an env is built, so registering (and `import rlrun.envs`) imports no torch.
+    """
 
     id: str
     """Gymnasium id, e.g. 'rlrun/CartPole-v1'."""
@@ -46,9 +50,45 @@ class NativeTask:
     kwargs: dict[str, Any] = field(default_factory=dict)
     """Constructor keyword arguments that define the task (e.g. `continuous=True`); do not mutate."""
 
+    def load(self) -> Callable[..., VectorEnv]:
+        """Import and return the env class (or factory) that `vector_entry_point` names."""
+        return load_env_creator(self.vector_entry_point)
+
+
+BUILTIN_TASKS: tuple[NativeTask, ...] = (
+    NativeTask(
+        "rlrun/CartPole-v1",
+        "rlrun.envs.cartpole:CartPoleVectorEnv",
+        max_episode_steps=500,
+        default_library="sb3",
+        reward_threshold=475.0,
+    ),
+    NativeTask(
+        "rlrun/CartPoleContinuous-v1",
+        "rlrun.envs.cartpole:CartPoleVectorEnv",
+        max_episode_steps=500,
+        default_library="rsl_rl",
+        reward_threshold=475.0,
+        kwargs={"continuous": True},
+    ),
+    NativeTask(
+        "rlrun/Pendulum-v1",
+        "rlrun.envs.pendulum:PendulumVectorEnv",
+        max_episode_steps=200,
+        default_library="rsl_rl",
+    ),
+)
+"""rlrun's own tasks, registered when `rlrun.envs` is imported."""
 
 NATIVE_TASKS: dict[str, NativeTask] = {}
-"""Native tasks by id, in registration order."""
+"""Native tasks by id, in registration order: `BUILTIN_TASKS`, then those registered later."""
+
+
+def register(task: NativeTask) -> NativeTask:
+    """Register `task` with Gymnasium and in `NATIVE_TASKS`; registering the same record again changes nothing."""
+    _register_with_gymnasium(task)
+    NATIVE_TASKS[task.id] = task
+    return task
 
 
 def register_task(
@@ -60,18 +100,17 @@ def register_task(
     reward_threshold: float | None = None,
     kwargs: Mapping[str, Any] | None = None,
 ) -> NativeTask:
-    """Register a native torch task with Gymnasium and in `NATIVE_TASKS`; repeating a call is a no-op."""
-    task = NativeTask(
-        id=id,
-        vector_entry_point=vector_entry_point,
-        max_episode_steps=max_episode_steps,
-        default_library=default_library,
-        reward_threshold=reward_threshold,
-        kwargs=dict(kwargs or {}),
+    """Build a `NativeTask` from these fields and `register` it; repeating a call is a no-op."""
+    return register(
+        NativeTask(
+            id=id,
+            vector_entry_point=vector_entry_point,
+            max_episode_steps=max_episode_steps,
+            default_library=default_library,
+            reward_threshold=reward_threshold,
+            kwargs=dict(kwargs or {}),
+        )
     )
-    _register_with_gymnasium(task)
-    NATIVE_TASKS[id] = task
-    return task
 
 
 def make_env(
@@ -179,24 +218,5 @@ def resolve_task(task: str) -> str:
     return _find_spec(task).id
 
 
-register_task(
-    "rlrun/CartPole-v1",
-    "rlrun.envs.cartpole:CartPoleVectorEnv",
-    max_episode_steps=500,
-    default_library="sb3",
-    reward_threshold=475.0,
-)
-register_task(
-    "rlrun/CartPoleContinuous-v1",
-    "rlrun.envs.cartpole:CartPoleVectorEnv",
-    max_episode_steps=500,
-    default_library="rsl_rl",
-    reward_threshold=475.0,
-    kwargs={"continuous": True},
-)
-register_task(
-    "rlrun/Pendulum-v1",
-    "rlrun.envs.pendulum:PendulumVectorEnv",
-    max_episode_steps=200,
-    default_library="rsl_rl",
-)
+for _task in BUILTIN_TASKS:
+    register(_task)
