@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rlrun
-from rlrun.configs import load_agent_config
+from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.libraries import rl_games
 
@@ -22,7 +22,7 @@ def direct(tmp: Path) -> None:
     from rl_games.torch_runner import Runner
 
     torch.manual_seed(SEED)
-    params = rl_games.run_config(load_agent_config("rl_games", "ppo", TASK))["params"]
+    params = library_config(load_agent_config("rl_games", "ppo", TASK))["params"]
     env = make_env(TASK, NUM_ENVS)
     vec_env = rl_games.RlGamesVecEnv(env, SEED)
     params["seed"] = SEED

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rlrun
-from rlrun.configs import load_agent_config
+from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.libraries import rsl_rl
 
@@ -22,7 +22,7 @@ def direct(tmp: Path) -> None:
     from rsl_rl.runners import OnPolicyRunner
 
     torch.manual_seed(SEED)
-    config = rsl_rl.run_config(load_agent_config("rsl_rl", "ppo", TASK))
+    config = library_config(load_agent_config("rsl_rl", "ppo", TASK))
     env = make_env(TASK, NUM_ENVS)
     runner = OnPolicyRunner(rsl_rl.RslRlVecEnv(env, config, SEED), config, log_dir=str(tmp), device="cpu")
     try:

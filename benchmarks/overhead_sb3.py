@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rlrun
-from rlrun.configs import load_agent_config
+from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.libraries import sb3
 
@@ -22,7 +22,7 @@ def direct(tmp: Path) -> None:
     from stable_baselines3.common.callbacks import CheckpointCallback
     from stable_baselines3.common.logger import configure
 
-    config = sb3.run_config(load_agent_config("sb3", "ppo", TASK))
+    config = library_config(load_agent_config("sb3", "ppo", TASK))
     env = make_env(TASK, NUM_ENVS)
     try:
         with open(tmp / "console.log", "w") as log, contextlib.redirect_stdout(log):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rlrun
-from rlrun.configs import load_agent_config
+from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.libraries import skrl
 
@@ -21,7 +21,7 @@ def direct(tmp: Path, framework: str = FRAMEWORK) -> None:
 
     import tqdm
 
-    config = skrl.run_config(load_agent_config("skrl", "ppo", TASK))
+    config = library_config(load_agent_config("skrl", "ppo", TASK))
     env = make_env(TASK, NUM_ENVS)
     wrapped = skrl.wrap_env(env, framework, "cpu", SEED)
     timesteps = ITERATIONS * skrl.timesteps_per_iteration(config)

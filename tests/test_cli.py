@@ -58,7 +58,7 @@ def test_unknown_library_lists_the_libraries(capsys, log_root):
 
 
 def test_a_library_that_is_not_installed_names_the_pip_extra(capsys, log_root, monkeypatch):
-    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", ("Box",), "")
+    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", "")
     monkeypatch.setitem(LIBRARIES, "fakelib", fake)
     assert_user_error(
         capsys,
@@ -163,7 +163,7 @@ def test_play_prints_a_summary_and_json(capsys, trained):
 
 
 def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):
-    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", ("Box",), "")
+    fake = Library("fakelib", "rlrun.libraries.rsl_rl", "rlrun_no_such_library", "fakelib", "fakelib", "")
     monkeypatch.setitem(LIBRARIES, "fakelib", fake)
     assert rlrun.main(["list"]) == 0
     out = capsys.readouterr().out

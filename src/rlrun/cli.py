@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlrun.errors import InvalidArgument, LeakDetected, UserError, did_you_mean
+from rlrun.api.requests import AgentRequest, ExportRequest, PlayRequest, TrainRequest, field_docs
+from rlrun.errors import InvalidArgument, LeakDetected, TrainingStopped, UserError, did_you_mean
 
 EXAMPLES = """\
 examples:
@@ -27,6 +28,15 @@ examples:
   rlrun play --task rlrun/CartPoleContinuous-v1 --checkpoint latest --num_episodes 20
   rlrun random --task HalfCheetah-v5 --num_episodes 4
   rlrun list
+"""
+
+
+BENCH_EXAMPLES = """\
+examples:
+  rlrun bench --tasks rlrun/CartPole-v1,rlrun/Pendulum-v1 --libraries rsl_rl,skrl,sb3,rl_games --seeds 0-4 \\
+      --env_steps 200000 --out bench/classic
+  rlrun bench spec.yaml --executor process --workers 2
+  rlrun report bench/classic
 """
 
 
@@ -44,47 +54,90 @@ class _Parser(argparse.ArgumentParser):
         raise InvalidArgument(f"{self.prog}: {message} (see '{self.prog} --help').")
 
 
-def _task_flags(parser: argparse.ArgumentParser, num_envs_default: int | None = None) -> None:
-    """Flags of every command that runs a task."""
-    parser.add_argument("--task", required=True, help="task id: rlrun/CartPole-v1, Pendulum-v1, ... (rlrun list)")
-    parser.add_argument("--num_envs", type=int, default=num_envs_default, help="number of parallel environments")
-    parser.add_argument("--seed", type=int, default=None, help="random seed (-1: draw one)")
-    parser.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
-    parser.add_argument("--log_root", default="logs", help="root of the run directories (default: logs)")
-    parser.add_argument("--video", action="store_true", help="record mp4 clips of the first environment")
-    parser.add_argument("--video_length", type=int, default=200, help="clip length in steps (default 200)")
-    parser.add_argument(
-        "--vectorization", default="sync", help="sync or async sub-envs for Gymnasium (non-native) tasks"
-    )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    parser.add_argument(
-        "--check_leaks", action="store_true", default=None, help="fail if the call leaves any global changed"
-    )
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the examples' line breaks; every flag's help ends with its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.option_strings and not action.required and action.default is not argparse.SUPPRESS:
+            negated = isinstance(action, argparse._StoreFalseAction)  # `--stochastic` is off unless given
+            text += f" (default: {'off' if negated else _shown(action.default)})"
+        return text
 
 
-def _library_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags of the commands that drive an RL library."""
-    parser.add_argument(
-        "--library", "--rl_library", dest="library", default=None, help="RL library (default: the task's own)"
-    )
-    parser.add_argument("--algorithm", default=None, help="the library's algorithm, e.g. ppo or sac (rlrun list)")
-    parser.add_argument("--ml_framework", default=None, help="torch or jax, for libraries that run on both")
-    parser.add_argument(
-        "--experiment_name",
-        "--experiment",
-        dest="experiment",
-        default=None,
-        help="folder under <log_root>/<library>",
-    )
-    parser.add_argument("--load_run", default=None, help="run directory name (or regex) to take the checkpoint from")
-    parser.add_argument("--verbose", action="store_true", help="show the library's own console output")
+def _shown(default: Any) -> str:
+    """A default as `--help` shows it: `-` for none, `on`/`off` for switches."""
+    if default is None or default == ():
+        return "-"
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, tuple):
+        return ",".join(map(str, default))
+    return str(default)
 
 
-OVERRIDES_HELP = "trailing agent.KEY=VALUE and env.KEY=VALUE words override the configuration"
+CLI_ONLY_FLAGS = (
+    ("--json", "print the result as JSON"),
+    ("--check_leaks", "fail if the call leaves any global changed (the leak detector)"),
+)
+"""Flags that are not request fields: how the command line reports, not what the call does."""
+
+COMMAND_HELP = {
+    "train": ("train an agent", TrainRequest),
+    "play": ("evaluate a trained agent", PlayRequest),
+    "export": ("export a trained policy to ONNX and TorchScript", ExportRequest),
+    "zero": ("run a task with the zero action, no library", AgentRequest),
+    "random": ("run a task with uniformly random actions, no library", AgentRequest),
+}
+
+
+def _request_flags(parser: argparse.ArgumentParser, request: type, *, given_only: bool = False) -> None:
+    """One flag per field of the request dataclass: its name, type, default and docstring (see `rlrun.api.requests`).
+
+    With `given_only`, a flag the user does not give leaves no attribute (the bench's flags override a spec
+    file's values only where given); the help still shows the request's default.
+    """
+    import dataclasses
+    import typing
+
+    docs = field_docs(request)
+    hints = typing.get_type_hints(request)
+    for item in dataclasses.fields(request):
+        meta = item.metadata
+        if not meta.get("cli", True):
+            continue
+        flag = meta.get("flag", f"--{item.name}")
+        names = [flag, *meta.get("aliases", ())]
+        text = docs.get(item.name, "").replace("%", "%%")
+        if "choices" in meta:
+            text += f" One of: {', '.join(meta['choices'])}."
+        kind = hints[item.name]
+        required = item.default is dataclasses.MISSING and not given_only
+        default = None if item.default is dataclasses.MISSING else item.default
+        if given_only:
+            text += f" (default: {'off' if meta.get('negate') else _shown(default)})"
+        extra: dict[str, Any] = {"default": argparse.SUPPRESS} if given_only else {"default": default}
+        if kind is bool:
+            action = "store_false" if meta.get("negate") else "store_true"
+            parser.add_argument(*names, dest=item.name, action=action, help=text, **extra)
+            continue
+        arguments = typing.get_args(kind)
+        value_type = int if kind is int or int in arguments else float if kind is float or float in arguments else str
+        if typing.get_origin(kind) is tuple or any(typing.get_origin(argument) is tuple for argument in arguments):
+            value_type = str  # comma-separated on the command line; the request parses it
+        parser.add_argument(
+            *names,
+            dest=item.name,
+            type=value_type,
+            required=required,
+            metavar=item.name.upper(),
+            help=text,
+            **extra,
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line; `rlrun <command> --help` shows each command's flags."""
+    """The whole command line, generated from the request dataclasses; `rlrun <command> --help` shows each."""
     parser = _Parser(
         prog="rlrun",
         description="Train, play and compare RL agents with RSL-RL and other libraries, hermetically.",
@@ -92,63 +145,43 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{train,play,export,zero,random,list}", parser_class=_Parser
+        dest="command", required=True, metavar="{train,play,export,zero,random,bench,report,list}", parser_class=_Parser
     )
-
-    train = commands.add_parser(
-        "train",
-        help="train an agent",
-        description=f"Train an agent; {OVERRIDES_HELP}.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _task_flags(train)
-    _library_flags(train)
-    train.add_argument("--max_iterations", type=int, default=None, help="training iterations (library units)")
-    train.add_argument("--checkpoint", default=None, help="with --resume: latest, best or a path")
-    train.add_argument("--resume", action="store_true", help="continue from --checkpoint / --load_run")
-    train.add_argument("--run_name", default=None, help="suffix of the run directory name")
-    train.add_argument("--deterministic", action="store_true", help="use deterministic torch algorithms")
-    train.add_argument("--video_interval", type=int, default=2000, help="steps between two clips (default 2000)")
-
-    play = commands.add_parser(
-        "play",
-        help="evaluate a trained agent",
-        description=f"Evaluate a trained agent; {OVERRIDES_HELP}.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _task_flags(play)
-    _library_flags(play)
-    play.add_argument("--checkpoint", default="latest", help="latest (default), best, a path, or a file in --load_run")
-    play.add_argument("--num_episodes", type=int, default=10, help="episodes to play (default 10)")
-    play.add_argument("--max_steps", type=int, default=None, help="stop after this many vector steps")
-    play.add_argument("--stochastic", action="store_true", help="sample actions instead of taking the mean")
-
-    export = commands.add_parser(
-        "export",
-        help="export a trained policy to ONNX and TorchScript",
-        description="Write the deterministic policy of a checkpoint (observation normalisation included) to "
-        "exported/policy.onnx and exported/policy.pt in its run directory, and check both against the live policy.",
-    )
-    _task_flags(export, num_envs_default=8)
-    _library_flags(export)
-    export.add_argument(
-        "--checkpoint", default="latest", help="latest (default), best, a path, or a file in --load_run"
-    )
-    export.add_argument("--format", default="both", help="onnx, torchscript or both (default)")
-    export.add_argument("--validation_steps", type=int, default=16, help="steps of observations to check the files on")
-
-    for kind, what in (("zero", "the zero action"), ("random", "uniformly random actions")):
-        agent = commands.add_parser(
-            kind,
-            help=f"run a task with {what}, no library",
-            description=f"Run a task with {what} and report episode returns (a smoke test of the task); "
-            "trailing env.KEY=VALUE words override the task's configuration.",
+    for command, (summary, request) in COMMAND_HELP.items():
+        overrides = "env.KEY=VALUE" if request is AgentRequest else "agent.KEY=VALUE and env.KEY=VALUE"
+        sub = commands.add_parser(
+            command,
+            help=summary,
+            description=f"{request.__doc__} Trailing {overrides} words override the configuration.",
+            epilog=EXAMPLES,
+            formatter_class=_HelpFormatter,
         )
-        _task_flags(agent, num_envs_default=4)
-        agent.add_argument("--num_episodes", type=int, default=None, help="episodes to run (default 10)")
-        agent.add_argument("--max_steps", type=int, default=None, help="vector steps to run at most")
+        _request_flags(sub, request)
+        for flag, text in CLI_ONLY_FLAGS:
+            sub.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
+
+    from rlrun.api.bench import BenchRequest
+
+    bench = commands.add_parser(
+        "bench",
+        help="compare libraries over tasks and seeds",
+        description=f"{BenchRequest.__doc__} Give a YAML spec (its keys are the flags' names; see README), "
+        "flags, or both (flags override the spec). Trailing agent.KEY=VALUE and env.KEY=VALUE words apply to "
+        "every cell.",
+        epilog=BENCH_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    bench.add_argument("spec", nargs="?", default=None, help="a YAML bench spec (optional)")
+    _request_flags(bench, BenchRequest, given_only=True)
+    for flag, text in CLI_ONLY_FLAGS:
+        bench.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
+    report = commands.add_parser(
+        "report",
+        help="write a bench's report.md and plots",
+        description="Write <out>/report.md and <out>/plots/ from <out>/results.jsonl (rlrun bench does it at the end).",
+        formatter_class=_HelpFormatter,
+    )
+    report.add_argument("out", help="the bench's --out folder")
 
     listing = commands.add_parser("list", help="list tasks and libraries")
     listing.add_argument("what", nargs="?", choices=("tasks", "libraries", "all"), default="all")
@@ -161,6 +194,9 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
     parser = build_parser()
     args, extras = parser.parse_known_args(arguments)
     args.overrides = [word for word in extras if "=" in word and not word.startswith("-")]
+    if getattr(args, "spec", None) is not None and args.spec.startswith(("agent.", "env.")) and "=" in args.spec:
+        args.overrides.insert(0, args.spec)  # `rlrun bench --tasks ... agent.x=1`: an override, not a spec file
+        args.spec = None
     unknown = [word for word in extras if word not in args.overrides]
     if unknown or (args.overrides and args.command == "list"):
         command = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
@@ -174,24 +210,49 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `rlrun` command line in-process and return its exit code."""
-    from rlrun.hermetic import hermetic_call
+    """Run the `rlrun` command line in-process and return its exit code.
+
+    Warnings raised during the call are held back and shown after it, except when the call ends in a
+    user error: then the one error line is all that is printed.
+    """
+    import warnings
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
+    with warnings.catch_warnings(record=True) as caught:
+        code = _main(arguments, stderr)
+    if code != 2:
+        for held in caught:
+            warnings.showwarning(held.message, held.category, held.filename, held.lineno, held.file, held.line)
+    return code
+
+
+def _main(arguments: list[str], stderr: Any) -> int:
+    from rlrun.hermetic import hermetic_call
+
     try:
         with hermetic_call(check_leaks=True if "--check_leaks" in arguments else None, name="rlrun") as call:
             try:
                 args = parse(arguments)
             except SystemExit as exit:  # --help
                 return exit.code if isinstance(exit.code, int) else 0
+            if args.command == "report":
+                from rlrun.reports import HEAVY_MODULES
+
+                call.import_modules(HEAVY_MODULES)
+                return _report(call, args)
+            if args.command == "bench":
+                return _bench(call, args, arguments)
             if args.command == "list":
                 call.import_modules(("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table"))
                 return _list(args)
             return _run(call, args, arguments)
     except UserError as error:
-        print(f"rlrun: error: {error}", file=stderr)
+        print(f"rlrun: error: {_one_line(error)}", file=stderr)
         return 2
+    except TrainingStopped as stop:
+        print(f"rlrun: {stop.reason}{_resume_hint(stop)}", file=stderr)
+        return stop.exit_code
     except KeyboardInterrupt:
         print("rlrun: interrupted", file=stderr)
         return 130
@@ -206,65 +267,88 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _resume_hint(stop: TrainingStopped) -> str:
+    """Where a stopped training's run is, and how to continue it."""
+    if stop.run_dir is None:
+        return ""
+    run = Path(str(stop.run_dir))
+    if stop.checkpoint is None:
+        return f"; run {_relative(run)} (no checkpoint was saved)"
+    checkpoint = Path(str(stop.checkpoint))
+    return (
+        f"; run {_relative(run)}, checkpoint {_relative(checkpoint)}; continue it with the same "
+        f"rlrun train command and --resume --load_run {run.name} --checkpoint {checkpoint.relative_to(run)}"
+    )
+
+
+def _one_line(error: UserError) -> str:
+    """A user error's message on one line, whatever text (a library's reason, a path) it quotes."""
+    return " ".join(str(error).split())
+
+
 def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
+    import dataclasses
+
     from rlrun import api, progress
 
     display = None if args.json else progress.for_stream(sys.stderr)
-    task = dict(
-        task=args.task,
-        num_envs=args.num_envs,
-        seed=args.seed,
-        device=args.device,
-        overrides=tuple(args.overrides),
-        log_root=args.log_root,
-        video=args.video,
-        video_length=args.video_length,
-        vectorization=args.vectorization,
-        argv=("rlrun", *arguments),
-    )
+    request_type = COMMAND_HELP[args.command][1]
+    values = {
+        item.name: getattr(args, item.name)
+        for item in dataclasses.fields(request_type)
+        if item.metadata.get("cli", True)
+    }
+    request = request_type(**values, overrides=tuple(args.overrides), argv=("rlrun", *arguments))
+    result: Any
     if args.command in api.AGENTS:
-        request = api.AgentRequest(**task, num_episodes=args.num_episodes, max_steps=args.max_steps)
-        print(_render(api.agent_in(call, request, args.command, display), args.json))
-        return 0
-    common = dict(
-        **task,
-        library=args.library,
-        algorithm=args.algorithm,
-        ml_framework=args.ml_framework,
-        load_run=args.load_run,
-        experiment=args.experiment,
-        verbose=args.verbose,
-    )
-    if args.command == "export":
-        request = api.ExportRequest(
-            **common,
-            checkpoint=args.checkpoint,
-            format=args.format,
-            validation_steps=args.validation_steps,
-        )
-        print(_render(api.export_in(call, request), args.json))
-        return 0
-    if args.command == "train":
-        request = api.TrainRequest(
-            **common,
-            max_iterations=args.max_iterations,
-            checkpoint=args.checkpoint,
-            resume=args.resume,
-            run_name=args.run_name,
-            deterministic=args.deterministic,
-            video_interval=args.video_interval,
-        )
-        result: Any = api.train_in(call, request, display)
+        result = api.agent_in_call(call, request, args.command, display)
+    elif args.command == "export":
+        result = api.export_in_call(call, request)
+    elif args.command == "train":
+        result = api.train_in_call(call, request, display)
     else:
-        request = api.PlayRequest(
-            **common,
-            checkpoint=args.checkpoint,
-            num_episodes=args.num_episodes,
-            max_steps=args.max_steps,
-            deterministic=not args.stochastic,
-        )
-        result = api.play_in(call, request, display)
+        result = api.play_in_call(call, request, display)
     print(_render(result, args.json))
+    return 0
+
+
+def _bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
+    from rlrun import api, progress
+    from rlrun.api.bench import SPEC_KEYS, BenchRequest, load_spec
+
+    given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
+    given["overrides"] = tuple(args.overrides) or None
+    if args.spec is not None:
+        request = load_spec(args.spec, **given)
+    else:
+        if "tasks" not in given or "runs" not in given:
+            raise InvalidArgument(
+                "rlrun bench needs a spec file or --tasks and --libraries (see 'rlrun bench --help')."
+            )
+        request = BenchRequest(**{key: value for key, value in given.items() if value is not None})
+
+    def board(cells: list[tuple[str, str]]) -> Any:
+        return progress.BenchBoard(cells, sys.stderr)
+
+    result = api.bench_in_call(call, request, None if args.json else board)
+    if args.json:
+        for row in result.rows:
+            print(json.dumps(row, sort_keys=True))
+        return 0 if result.failed == 0 else 1
+    print(
+        f"bench: {result.completed} completed, {result.failed} failed, {result.skipped} skipped, "
+        f"{result.reused} reused from an earlier run\nresults: {_relative(result.results)}"
+        + (f"\nreport: {_relative(result.report)}" if result.report else "")
+    )
+    return 0 if result.failed == 0 else 1
+
+
+def _report(call: Any, args: argparse.Namespace) -> int:
+    from rlrun.reports import write_report
+
+    with call.guarded():
+        path = write_report(Path(args.out))
+    print(f"report: {_relative(path)}")
     return 0
 
 
@@ -296,10 +380,16 @@ def _summary(result: Any) -> str:
             check = "not checked (install onnxruntime)" if error is None else f"max abs difference {error:.2e}"
             lines.append(f"  {_relative(path)}  ({check} from the live policy)")
         return "\n".join(lines)
+    who = f"with {result.library}" if result.checkpoint is not None else f"with the {result.library} agent"
+    if not result.returns:
+        return (
+            f"no episode of {result.task} finished {who} within {result.env_steps:,} env steps; "
+            "raise --max_steps (or drop it) to let episodes end"
+        )
     played = (
-        f"played {len(result.returns)} episodes of {result.task} with {result.library}: "
+        f"played {len(result.returns)} episodes of {result.task} {who}: "
         if result.checkpoint is not None
-        else f"ran {len(result.returns)} episodes of {result.task} with the {result.library} agent: "
+        else f"ran {len(result.returns)} episodes of {result.task} {who}: "
     )
     return (
         f"{played}mean return {number(result.mean_return)} ± {number(result.std_return)}, "
@@ -318,12 +408,9 @@ def _relative(path: Path | None) -> str:
 
 
 def _as_json(result: Any) -> str:
-    import dataclasses
+    from rlrun.runs import jsonable
 
-    return json.dumps(
-        {key: str(value) if isinstance(value, Path) else value for key, value in dataclasses.asdict(result).items()},
-        indent=2,
-    )
+    return json.dumps(jsonable(result, limit=None), indent=2)
 
 
 def _list(args: argparse.Namespace) -> int:

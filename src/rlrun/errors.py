@@ -26,8 +26,6 @@ def did_you_mean(value: str, choices: Iterable[str], *, listing: int = 12) -> st
 class UserError(Exception):
     """A request that rlrun rejects before it changes anything; the message says how to fix it."""
 
-    exit_code = 2
-
 
 class InvalidArgument(UserError, ValueError):
     """A value out of range or of the wrong form (`--num_envs -4`, `--seed -1`, ...)."""
@@ -64,8 +62,44 @@ class CorruptCheckpoint(UserError, ValueError):
     """The checkpoint file exists but cannot be read."""
 
 
-class ConcurrentCall(RuntimeError):
-    """A second thread called rlrun while a call was running; process-global state allows one at a time."""
+class CorruptRun(UserError, ValueError):
+    """The run asked for (`latest`, `best`, `--load_run`, a checkpoint inside it) has a run.json that does not
+    parse or is malformed; the message names the run and says to repair or delete it."""
+
+
+class UnknownField(UserError, TypeError):
+    """A request was built with a field it does not have (`rlrun.TrainRequest(num_env=4)`)."""
+
+
+class ConcurrentCall(UserError, RuntimeError):
+    """A second thread called rlrun while a call was running; process-global state allows one at a time.
+
+    A user error (exit code 2): the fix is the caller's, to run parallel calls in separate processes."""
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """Training was stopped early: Ctrl-C (SIGINT), SIGTERM, or a stop request (a tuner's pruner).
+
+    A `KeyboardInterrupt`, so that no library's `except Exception` swallows it; each adapter saves a
+    checkpoint of the state it has when it passes through, then lets it go on. `rlrun.train` turns a
+    requested stop into a result with status `stopped`; the other two reach the caller with the run
+    directory and its last checkpoint attached, and the command line exits 130 or 143.
+    """
+
+    EXIT_CODES = {"interrupted": 130, "terminated": 143}
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        """`interrupted` (SIGINT), `terminated` (SIGTERM) or `stopped` (on request)."""
+        self.run_dir: object = None
+        """The run directory of the stopped training, once known."""
+        self.checkpoint: object = None
+        """The last checkpoint the stopped training left, if any."""
+
+    @property
+    def exit_code(self) -> int:
+        return self.EXIT_CODES.get(self.reason, 130)
 
 
 class LeakDetected(RuntimeError):

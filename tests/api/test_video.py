@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rlrun
-from rlrun import api
+from rlrun.api import planning
 from support import SHORT_RUNS, SMALL_RSL_RL
 
 
@@ -85,7 +85,7 @@ def test_the_native_picture_is_gymnasium_s_picture_of_the_same_state():
 
 
 def test_video_needs_moviepy_and_says_how_to_get_it(monkeypatch, capsys, log_root):
-    monkeypatch.setattr(api, "_has", lambda module: module != "moviepy")
+    monkeypatch.setattr(planning, "has", lambda module: module != "moviepy")
     assert rlrun.main(["random", "--task", "rlrun/Pendulum-v1", "--video", "--log_root", str(log_root)]) == 2
     assert "pip install 'rlrun[video]'" in capsys.readouterr().err
     assert not log_root.exists()

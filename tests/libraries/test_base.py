@@ -21,3 +21,49 @@ def test_damaged_files_are_refused_as_corrupt_checkpoints_whatever_the_reader_ra
         path.write_bytes(data)
         with pytest.raises(CorruptCheckpoint, match=r"cannot be read as|is not"):
             check(path)
+
+
+def test_the_adapter_member_list_is_the_protocol():
+    """`ADAPTER_MEMBERS`, which `load_adapter` checks, names exactly what the `Adapter` Protocol declares."""
+    from rlrun.libraries.base import ADAPTER_MEMBERS, Adapter
+
+    declared = set(Adapter.__annotations__) | {
+        name for name, value in vars(Adapter).items() if callable(value) and not name.startswith("_")
+    }
+    assert set(ADAPTER_MEMBERS) == declared
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_every_adapter_in_the_table_is_a_whole_adapter(library):
+    from rlrun.libraries.base import missing_members
+
+    adapter = load_adapter(get_library(library))
+    assert missing_members(adapter) == []
+    assert adapter.DEFAULT_ALGORITHM in adapter.ALGORITHMS
+    assert set(get_library(library).frameworks) == set(adapter.IMPORTS)
+    assert get_library(library).action_spaces, "the action spaces come from the adapter's ALGORITHMS"
+
+
+def test_an_incomplete_adapter_is_refused_when_loaded_naming_what_it_lacks(monkeypatch):
+    import sys
+    import types
+
+    from rlrun.libraries import IncompleteAdapter, Library
+
+    module = types.ModuleType("rlrun_test_incomplete_adapter")
+    module.IMPORTS = {"torch": ()}
+    module.ALGORITHMS = {"ppo": ("Box",)}
+    module.DEFAULT_ALGORITHM = "ppo"
+    module.LOGGERS = ()
+    module.train = lambda job: None
+    module.check_checkpoint = "not a function"
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    row = Library("incomplete", module.__name__, "rlrun_no_such_library", "incomplete", "incomplete", "")
+    lacks = "lacks env_steps_per_iteration, check_checkpoint, load_policy, export_policy"
+    with pytest.raises(IncompleteAdapter, match=lacks):
+        load_adapter(row)
+
+
+def test_action_spaces_are_the_union_over_the_adapters_algorithms():
+    assert get_library("rsl_rl").action_spaces == ("Box",)
+    assert set(get_library("sb3").action_spaces) == {"Box", "Discrete"}

@@ -155,7 +155,8 @@ def test_nothing_is_written_outside_the_run_directory(tmp_path, monkeypatch):
     result = small_train(tmp_path / "logs")
     assert list(cwd.iterdir()) == []
     assert list((tmp_path / "logs" / "rl_games").glob("*/*")) == [result.run_dir]
-    assert {path.name for path in result.run_dir.iterdir()} == {"console.log", "nn", "params", "run.json", "summaries"}
+    written = {path.name for path in result.run_dir.iterdir()}
+    assert written == {"console.log", "metrics.csv", "nn", "params", "run.json", "summaries"}
     assert list((result.run_dir / "summaries").glob("events.out.tfevents.*"))
 
 
@@ -234,7 +235,7 @@ def test_the_adapter_closes_the_writer_itself(tmp_path):
         job = TrainJob(
             env=env,
             stats=env,
-            config=rl_games.run_config(config),
+            config=configs.library_config(config),
             max_iterations=1,
             seed=0,
             device="cpu",

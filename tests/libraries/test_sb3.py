@@ -20,6 +20,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecCheckNan, VecEnv
 
 import rlrun
+from rlrun.configs import library_config
 from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.libraries import sb3
@@ -239,7 +240,7 @@ def test_every_shipped_configuration_builds_its_algorithm():
             task = PENDULUM if path.name == "default.yaml" else f"rlrun/{path.name.removesuffix('.yaml')}"
             env = make_env(task, config["num_envs"])
             vec_env = sb3.Sb3VecEnv(env)
-            kwargs = sb3.constructor_kwargs(sb3.run_config(config), algorithm, vec_env.action_space)
+            kwargs = sb3.constructor_kwargs(library_config(config), algorithm, vec_env.action_space)
             if "buffer_size" in kwargs:
                 kwargs["buffer_size"] = 100
             model = cls(config["policy"], vec_env, **kwargs)

@@ -19,7 +19,7 @@ import tqdm
 
 import rlrun
 from rlrun.api import CORE_IMPORTS
-from rlrun.configs import load_agent_config
+from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import GUARDS, census, hermetic_call
@@ -166,7 +166,7 @@ def test_max_iterations_are_rollouts_for_ppo_and_timesteps_for_sac():
 
 
 def test_a_gaussian_policy_becomes_categorical_on_a_discrete_action_space(tmp_path):
-    config = adapter.run_config(load_agent_config("skrl", "ppo", "Acrobot-v1"))  # the generic default
+    config = library_config(load_agent_config("skrl", "ppo", "Acrobot-v1"))  # the generic default
     filled = adapter.runner_config(
         config, seed=3, timesteps=16, run_dir=tmp_path / "run", action_space=gymnasium.spaces.Discrete(3)
     )

@@ -21,6 +21,13 @@ RUN_KEYS = ("num_envs", "max_iterations", "seed")
 """Top-level keys of an agent configuration that belong to rlrun, not to the library."""
 
 
+def library_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The library's own part of an agent configuration: a deep copy without rlrun's `RUN_KEYS`."""
+    import copy
+
+    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
+
+
 def config_name(library: str, algorithm: str, task: str) -> str:
     """The packaged file holding the tuned configuration of `library`'s `algorithm` for `task`."""
     return f"{library}/{algorithm}/{task}.yaml"

@@ -1,7 +1,8 @@
 """The RL libraries rlrun drives: a plain table of names, adapter modules, pip extras and import names.
 
-Every adapter module has the same small surface (see `rlrun.libraries.base`) and imports its
-library lazily, inside its functions, so that a missing library only breaks its own row.
+Every adapter module implements `rlrun.libraries.base.Adapter` and imports its library lazily,
+inside its functions, so that a missing library only breaks its own row. `load_adapter` checks the
+module against that surface.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ import importlib
 import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
-from types import ModuleType
+from typing import cast
 
 from rlrun.errors import MissingDependency, UnknownLibrary, did_you_mean
+from rlrun.libraries.base import Adapter, missing_members
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,6 @@ class Library:
     """The PyPI distribution, for version reporting."""
     extra: str
     """The rlrun pip extra that installs it."""
-    action_spaces: tuple[str, ...]
-    """Gymnasium space classes at least one of its algorithms can act in (`Box`, `Discrete`)."""
     summary: str
     frameworks: tuple[str, ...] = ("torch",)
     """The ML frameworks it runs on (`--ml_framework`), the default first."""
@@ -49,6 +49,13 @@ class Library:
             return None
 
     @property
+    def action_spaces(self) -> tuple[str, ...]:
+        """Gymnasium space classes at least one of its algorithms can act in (`Box`, `Discrete`), read
+        from the adapter's `ALGORITHMS` (loading the adapter does not import the library)."""
+        spaces = (space for spaces in load_adapter(self).ALGORITHMS.values() for space in spaces)
+        return tuple(dict.fromkeys(spaces))
+
+    @property
     def install_hint(self) -> str:
         return f"pip install 'rlrun[{self.extra}]'"
 
@@ -62,7 +69,6 @@ LIBRARIES: dict[str, Library] = {
             import_name="rsl_rl",
             distribution="rsl-rl-lib",
             extra="rsl_rl",
-            action_spaces=("Box",),
             summary="RSL-RL on-policy runner (PPO), continuous actions only",
         ),
         Library(
@@ -71,7 +77,6 @@ LIBRARIES: dict[str, Library] = {
             import_name="skrl",
             distribution="skrl",
             extra="skrl",
-            action_spaces=("Box", "Discrete"),
             summary="SKRL runner: PPO (Box, Discrete) and SAC (Box), on PyTorch or JAX",
             frameworks=("torch", "jax"),
         ),
@@ -81,7 +86,6 @@ LIBRARIES: dict[str, Library] = {
             import_name="stable_baselines3",
             distribution="stable-baselines3",
             extra="sb3",
-            action_spaces=("Box", "Discrete"),
             summary="Stable-Baselines3 PPO, A2C (Box, Discrete), SAC and TD3 (Box)",
         ),
         Library(
@@ -90,7 +94,6 @@ LIBRARIES: dict[str, Library] = {
             import_name="rl_games",
             distribution="rl-games",
             extra="rl_games",
-            action_spaces=("Box", "Discrete"),
             summary="rl_games Runner: PPO (a2c_continuous for Box, a2c_discrete for Discrete)",
         ),
     )
@@ -128,9 +131,19 @@ def check_installed(library: Library, framework: str = "torch") -> None:
         )
 
 
-def load_adapter(library: Library) -> ModuleType:
-    """Import the adapter module (which does not import the library itself)."""
-    return importlib.import_module(library.adapter)
+class IncompleteAdapter(TypeError):
+    """An adapter module lacks members of `rlrun.libraries.base.Adapter` (a bug in the adapter, not a user error)."""
+
+
+def load_adapter(library: Library) -> Adapter:
+    """Import the adapter module (which does not import the library itself) and check it is a whole `Adapter`."""
+    module = importlib.import_module(library.adapter)
+    missing = missing_members(module)
+    if missing:
+        raise IncompleteAdapter(
+            f"{library.adapter} does not implement rlrun.libraries.base.Adapter: it lacks {', '.join(missing)}."
+        )
+    return cast(Adapter, module)
 
 
 def libraries_for(space: str) -> list[str]:

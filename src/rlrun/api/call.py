@@ -1,0 +1,242 @@
+"""The guarded setup every call shares, written once: `session` opens it around a call's body.
+
+Inside `session` the library may change any global: the hermetic scope captured them all and
+restores them when the block ends (`rlrun.hermetic.scope`). The session also gives torch a fresh
+process's thread-local state, seeds the call's RNGs, builds and checks the task's environment,
+collects the call's reference cycles, and closes the environment and the progress display however
+the block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlrun import rollout
+from rlrun.api.planning import LibraryPlan, TaskPlan, env_errors
+from rlrun.api.requests import PlayResult
+from rlrun.errors import UnsupportedTask
+from rlrun.hermetic import Call, fresh_torch_state
+from rlrun.libraries import libraries_for
+from rlrun.progress import Progress
+
+
+class Session:
+    """A call's guarded span: the task's environment (`env`), to be instrumented by the call's body."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        """The task's torch vector env; `instrument` replaces it with its wrapped self."""
+
+    def instrument(self, video: Video | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+        """Wrap `env` with Gymnasium's video recorder (first env only) and rlrun's episode statistics."""
+        from rlrun.envs import EpisodeStatistics
+
+        if video is not None:
+            from gymnasium.wrappers.vector import RecordVideo
+
+            interval = video.interval
+            with warnings.catch_warnings():
+                # Expected here: SAME_STEP autoreset drops each episode's last frame; the folder may hold other clips.
+                warnings.filterwarnings("ignore", message=".*(same-step|Overwriting existing videos)")
+                self.env = RecordVideo(
+                    self.env,
+                    video_folder=str(video.folder),
+                    record_first_only=True,
+                    step_trigger=(lambda step: step % interval == 0) if interval else (lambda step: step == 0),
+                    video_length=video.length,
+                    name_prefix=video.prefix,
+                    gc_trigger=None,
+                )
+        self.env = EpisodeStatistics(self.env, on_step=on_step)
+        return self.env
+
+
+@contextlib.contextmanager
+def session(
+    call: Call, plan: TaskPlan, *, deterministic: bool = False, progress: Progress | None = None
+) -> Iterator[Session]:
+    """Capture every guard, set torch's fresh state and the call's seeds, build the task's env; on the
+    way out close the env, stop the progress display, collect cycles and restore every guard."""
+    with call.guarded(), _collected(), fresh_torch_state(), _determinism(deterministic, plan.device):
+        _seed_everything(plan.seed)
+        _set_threads(plan.threads)
+        opened = Session(_make_env(plan))
+        try:
+            yield opened
+        finally:
+            if progress is not None:
+                progress.stop()
+            opened.env.close()
+
+
+@dataclass(frozen=True)
+class Video:
+    """Where and what to record: clips of `length` steps every `interval` steps (None: one clip, at the start)."""
+
+    folder: Path
+    length: int
+    interval: int | None
+    prefix: str
+
+    def files(self) -> tuple[Path, ...]:
+        """The clips recorded, oldest first."""
+        return tuple(sorted(self.folder.glob(f"{self.prefix}*.mp4"), key=lambda path: path.stat().st_mtime_ns))
+
+
+def video_prefix(name: str) -> str:
+    """A clip name that no earlier clip in the same folder has: `<name>-<YYYY-MM-DD_HH-MM-SS-ffffff>`."""
+    return f"{name}-{datetime.datetime.now().strftime('%Y-%m-%d_%H-%M-%S-%f')}"
+
+
+@contextlib.contextmanager
+def console(plan: LibraryPlan, run_dir: Path | None = None) -> Iterator[None]:
+    """Send the library's console output to `<run_dir>/console.log` (nowhere without a run directory)
+    unless `plan.verbose`: what it prints (stdout) and what its loggers (the adapter's `LOGGERS`) write.
+
+    The loggers get one handler writing there for the span, then their own handlers back (the logging
+    guard would restore them too).
+    """
+    if plan.verbose:
+        yield
+        return
+    import io
+    import logging
+
+    with contextlib.ExitStack() as stack:
+        log: io.TextIOBase = (
+            io.StringIO()
+            if run_dir is None
+            else stack.enter_context(open(run_dir / "console.log", "a", encoding="utf-8"))
+        )
+        stack.enter_context(contextlib.redirect_stdout(log))
+        for name in plan.adapter.LOGGERS:
+            logger = logging.getLogger(name)
+            handler: logging.Handler = logging.NullHandler() if run_dir is None else logging.StreamHandler(log)
+            if logger.handlers and logger.handlers[0].formatter is not None:
+                handler.setFormatter(logger.handlers[0].formatter)
+            stack.callback(setattr, logger, "handlers", logger.handlers)
+            logger.handlers = [handler]
+        yield
+
+
+def play_result(
+    plan: TaskPlan, library: str, episodes: rollout.Episodes, video: Video | None, checkpoint: Path | None = None
+) -> PlayResult:
+    """The result of a rollout (play, zero and random agents)."""
+    run = plan.checkpoint_run if isinstance(plan, LibraryPlan) else None
+    return PlayResult(
+        task=plan.task,
+        library=library,
+        checkpoint=checkpoint,
+        run_dir=run.path if run else None,
+        returns=episodes.returns,
+        lengths=episodes.lengths,
+        mean_return=episodes.mean_return,
+        std_return=episodes.std_return,
+        mean_length=episodes.mean_length,
+        env_steps=episodes.env_steps,
+        steps_per_s=episodes.env_steps / max(episodes.wall_time_s, 1e-9),
+        videos=video.files() if video else (),
+    )
+
+
+def _seed_everything(seed: int) -> None:
+    """Seed this call's global RNGs (the scope restores the caller's states afterwards)."""
+    import random
+
+    import numpy
+    import torch
+
+    random.seed(seed)
+    numpy.random.seed(seed)
+    torch.manual_seed(seed)  # seeds CUDA's generators too, lazily, without initialising CUDA
+
+
+def _set_threads(threads: int) -> None:
+    """The call's torch intra-op threads (the scope's guard puts the caller's count back)."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
+def _determinism(enabled: bool, device: str) -> Iterator[None]:
+    import os
+
+    import torch
+
+    if enabled:
+        if device.startswith("cuda"):
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True)
+    yield
+
+
+def _make_env(plan: TaskPlan) -> Any:
+    """Build the task's torch vector env and check the plan's algorithm can act in it."""
+    from rlrun.envs import make_env
+
+    with env_errors(plan.task):
+        env = make_env(
+            plan.task,
+            plan.num_envs,
+            device=plan.device,
+            vectorization=plan.vectorization,
+            env_kwargs=plan.env_config,
+            render_mode="rgb_array" if plan.video else None,
+        )
+    try:
+        if isinstance(plan, LibraryPlan):
+            _check_acts(plan, type(env.single_action_space).__name__)
+        if plan.video and env.render_mode != "rgb_array":
+            raise UnsupportedTask(
+                f"{plan.task} does not render rgb_array images, so it cannot be recorded; drop --video."
+            )
+        return env
+    except BaseException:
+        env.close()
+        raise
+
+
+def _check_acts(plan: LibraryPlan, space: str) -> None:
+    supported = plan.adapter.ALGORITHMS[plan.algorithm]
+    if space in supported:
+        return
+    others = [name for name, spaces in plan.adapter.ALGORITHMS.items() if space in spaces]
+    able = [name for name in libraries_for(space) if name != plan.library.name]
+    ways = [f"--algorithm {name}" for name in others] + [f"--library {name}" for name in able]
+    raise UnsupportedTask(
+        f"{plan.library.name} {plan.algorithm} cannot act in {plan.task}'s {space} action space "
+        f"(it supports {', '.join(supported)})" + (f"; use {' or '.join(ways)}." if ways else ".")
+    )
+
+
+@contextlib.contextmanager
+def _collected() -> Iterator[None]:
+    """Free what the call left in reference cycles before the scope restores and the detector looks.
+
+    Library objects that own processes or files and are only released by the cycle collector would
+    otherwise outlive the call: GitPython's `Repo` (which RSL-RL's logger creates to record the code
+    state) keeps two `git cat-file` child processes until it is collected. Everything that existed
+    before the call is frozen out of the collection (`gc.freeze`), so it costs microseconds instead of
+    a walk over every object of the process (0.6 s once rl_games is imported); a caller's own freeze is
+    left alone.
+    """
+    import gc
+
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.freeze()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if freeze:
+            gc.unfreeze()

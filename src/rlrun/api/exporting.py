@@ -1,0 +1,121 @@
+"""`rlrun.export`: the deterministic policy of a checkpoint to ONNX and TorchScript, checked against the live policy."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from rlrun import runs
+from rlrun.api.call import console, session
+from rlrun.api.planning import has, plan_export
+from rlrun.api.requests import EXPORT_FORMATS, ExportRequest, ExportResult
+from rlrun.hermetic import Call, hermetic_call
+from rlrun.libraries.base import PlayJob
+
+
+def export(request: ExportRequest, *, check_leaks: bool | None = None) -> ExportResult:
+    """Export a trained policy to `exported/policy.onnx` and `exported/policy.pt` in its run directory."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.export") as call:
+        return export_in_call(call, request)
+
+
+def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
+    """`export` within an already open hermetic call."""
+    plan = plan_export(call, request)
+    with session(call, plan) as opened:
+        import torch
+
+        env = opened.env
+        job = PlayJob(
+            env=env,
+            config=plan.library_config,
+            checkpoint=plan.checkpoint,
+            device=plan.device,
+            deterministic=True,
+            algorithm=plan.algorithm,
+            ml_framework=plan.ml_framework,
+            seed=plan.seed,
+        )
+        with console(plan):
+            module = plan.adapter.export_policy(job).eval()
+        observations = _validation_observations(env, module, plan.validation_steps, plan.seed)
+        with torch.inference_mode():
+            expected = module(observations)
+        directory = (plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent) / "exported"
+        directory.mkdir(parents=True, exist_ok=True)
+        files, errors = [], {}
+        # ONNX from the trace too: modules that libraries script (rl_games' normaliser) export that way.
+        example = observations[:1]
+        traced = torch.jit.trace(module, example)
+        for name in plan.formats:
+            path = directory / EXPORT_FORMATS[name]
+            runs.atomic_save(path, lambda temporary, name=name: _write(name, traced, example, temporary))
+            files.append(path)
+            exported = _run(name, path, observations)
+            if exported is not None:
+                errors[path.name] = float((exported - expected.to(exported.dtype)).abs().max())
+        return ExportResult(
+            task=plan.task,
+            library=plan.library.name,
+            checkpoint=plan.checkpoint,
+            files=tuple(files),
+            max_abs_error=errors,
+        )
+
+
+def _validation_observations(env: Any, module: Any, steps: int, seed: int) -> Any:
+    """Observations the policy really meets: a short deterministic rollout of the policy itself."""
+    import torch
+
+    observations, _ = env.reset(seed=seed)
+    seen = []
+    low = high = None
+    space = env.single_action_space
+    if hasattr(space, "low"):
+        low = torch.as_tensor(space.low, dtype=torch.float32, device=env.device)
+        high = torch.as_tensor(space.high, dtype=torch.float32, device=env.device)
+    for _ in range(steps):
+        seen.append(observations.to("cpu", torch.float32))
+        with torch.inference_mode():
+            actions = module(observations.to("cpu", torch.float32)).to(env.device)
+        if low is not None:
+            actions = torch.clamp(actions, low, high)
+        observations, *_ = env.step(actions)
+    return torch.cat(seen)
+
+
+def _write(name: str, traced: Any, example: Any, path: str) -> None:
+    """Write the traced policy as TorchScript or ONNX (a dynamic batch dimension) to `path`."""
+    import torch
+
+    if name == "torchscript":
+        traced.save(path)
+    else:
+        with warnings.catch_warnings():  # the exporter reads no signature from a traced module: nothing to act on
+            warnings.filterwarnings("ignore", message="no signature found", category=UserWarning)
+            torch.onnx.export(
+                traced,
+                (example,),
+                path,
+                input_names=["obs"],
+                output_names=["actions"],
+                dynamic_axes={"obs": {0: "batch"}, "actions": {0: "batch"}},
+                opset_version=18,
+                dynamo=False,
+            )
+
+
+def _run(name: str, path: Path, observations: Any) -> Any:
+    """The exported file's actions on `observations` (None when onnxruntime is not installed)."""
+    import torch
+
+    if name == "torchscript":
+        with torch.inference_mode():
+            return torch.jit.load(str(path))(observations)
+    if not has("onnxruntime"):
+        return None
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return torch.from_numpy(session.run(None, {"obs": observations.numpy()})[0])

@@ -1,0 +1,150 @@
+"""What a training call does at every environment step, whatever the library: the iteration clock.
+
+`IterationClock` is the `on_step` hook of rlrun's episode statistics. At every iteration boundary
+(every `env_steps_per_iteration` env steps) it appends a row to the run's `metrics.csv`, the same
+columns for every library, flushed as it goes so that a killed run keeps its curve, and asks the
+caller's `on_iteration` whether to go on. At any step it raises `TrainingStopped` once a stop was
+asked for: by `on_iteration`, or by a first Ctrl-C (SIGINT) or SIGTERM, which `stop_signals` turns
+into a request instead of an exception in the middle of the library's update. A second signal
+stops at once. The adapter saves a checkpoint as the exception passes through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from rlrun.errors import TrainingStopped
+
+METRICS_FILE = "metrics.csv"
+METRICS_COLUMNS = ("iteration", "env_steps", "wall_s", "steps_per_s", "mean_return", "mean_length", "episodes")
+SIGNAL_REASONS = {"SIGINT": "interrupted", "SIGTERM": "terminated"}
+
+
+@dataclass(frozen=True)
+class IterationRow:
+    """One row of `metrics.csv`: the state of a training at the end of an iteration."""
+
+    iteration: int
+    """Iterations completed, counted on from the parent run's when resuming."""
+    env_steps: int
+    """Env steps of this run (not its parent's)."""
+    wall_s: float
+    steps_per_s: float
+    mean_return: float | None
+    """Mean return of the last 100 finished episodes (None before the first)."""
+    mean_length: float | None
+    episodes: int
+
+
+OnIteration = Callable[[IterationRow], bool | None]
+"""Called after every iteration; returning True stops the training there (a pruner's verdict)."""
+
+
+class IterationClock:
+    """The training's `on_step` hook: metrics rows at iteration boundaries, progress, stop requests."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        env_steps_per_iteration: int,
+        first_iteration: int = 0,
+        on_iteration: OnIteration | None = None,
+        progress: Any = None,
+    ) -> None:
+        self.per_iteration = env_steps_per_iteration
+        self.first_iteration = first_iteration
+        self.on_iteration = on_iteration
+        self.progress = progress
+        self.stop_reason: str | None = None
+        self.rows: list[IterationRow] = []
+        self._next = env_steps_per_iteration
+        self._started = time.perf_counter()
+        self._file: TextIO = open(run_dir / METRICS_FILE, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(METRICS_COLUMNS)
+        self._file.flush()
+
+    def request_stop(self, reason: str = "stopped") -> None:
+        """Stop the training at its next env step (a first Ctrl-C, SIGTERM or a pruner)."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+
+    def __call__(self, stats: Any) -> None:
+        if self.progress is not None:
+            self.progress.update(stats.env_steps, stats.mean_return())
+        if stats.env_steps >= self._next:
+            while stats.env_steps >= self._next:
+                self._next += self.per_iteration
+            row = self._row(stats)
+            if self.on_iteration is not None and self.on_iteration(row):
+                self.request_stop("stopped")
+        if self.stop_reason is not None:
+            raise TrainingStopped(self.stop_reason)
+
+    def _row(self, stats: Any) -> IterationRow:
+        wall = time.perf_counter() - self._started
+        lengths = stats.episode_lengths[-100:]
+        row = IterationRow(
+            iteration=self.first_iteration + stats.env_steps // self.per_iteration,
+            env_steps=stats.env_steps,
+            wall_s=round(wall, 4),
+            steps_per_s=round(stats.env_steps / wall, 1) if wall > 0 else 0.0,
+            mean_return=stats.mean_return(),
+            mean_length=sum(lengths) / len(lengths) if lengths else None,
+            episodes=len(stats.episode_returns),
+        )
+        self.rows.append(row)
+        self._writer.writerow(["" if value is None else value for value in vars(row).values()])
+        self._file.flush()
+        return row
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@contextlib.contextmanager
+def stop_signals(clock: IterationClock) -> Iterator[None]:
+    """Within the block, a first SIGINT or SIGTERM asks `clock` to stop (the library finishes its step and the
+    adapter saves a checkpoint); a second one stops at once. Only the main thread can take signals; elsewhere
+    this does nothing. The caller's handlers come back afterwards (the signal guard would restore them too)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(number: int, frame: Any) -> None:
+        reason = SIGNAL_REASONS[signal.Signals(number).name]
+        if clock.stop_reason is not None:
+            raise TrainingStopped(reason)
+        clock.request_stop(reason)
+
+    for name in SIGNAL_REASONS:
+        number = getattr(signal, name)
+        previous[number] = signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block (a manifest's last write), then deliver them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -1,0 +1,52 @@
+"""`rlrun.play`: plan, then rebuild the trained policy and run it for N episodes inside the guarded session."""
+
+from __future__ import annotations
+
+from rlrun import rollout
+from rlrun.api.call import Video, console, play_result, session, video_prefix
+from rlrun.api.planning import plan_play
+from rlrun.api.requests import PlayRequest, PlayResult
+from rlrun.hermetic import Call, hermetic_call
+from rlrun.libraries.base import PlayJob
+from rlrun.progress import Progress
+
+
+def play(request: PlayRequest, *, check_leaks: bool | None = None, progress: Progress | None = None) -> PlayResult:
+    """Evaluate a trained agent; the process is left exactly as it was found."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.play") as call:
+        return play_in_call(call, request, progress)
+
+
+def play_in_call(call: Call, request: PlayRequest, progress: Progress | None = None) -> PlayResult:
+    """`play` within an already open hermetic call."""
+    plan = plan_play(call, request)
+    with session(call, plan, progress=progress) as opened:
+        job = PlayJob(
+            env=opened.env,
+            config=plan.library_config,
+            checkpoint=plan.checkpoint,
+            device=plan.device,
+            deterministic=plan.deterministic,
+            algorithm=plan.algorithm,
+            ml_framework=plan.ml_framework,
+            seed=plan.seed,
+        )
+        with console(plan):
+            policy = plan.adapter.load_policy(job)
+        video = None
+        if plan.video:
+            home = plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent
+            video = Video(home / "videos" / "play", plan.video_length, None, video_prefix(plan.checkpoint.stem))
+        env = opened.instrument(video)
+        if progress is not None:
+            progress.start(f"play {plan.library.name} {plan.task}", None, None)
+        episodes = rollout.evaluate(
+            env,
+            policy,
+            num_episodes=plan.num_episodes,
+            max_steps=plan.max_steps,
+            seed=plan.seed,
+            progress=progress,
+        )
+        env.close()  # writes the video
+        return play_result(plan, plan.library.name, episodes, video, plan.checkpoint)

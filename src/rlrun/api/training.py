@@ -1,0 +1,172 @@
+"""`rlrun.train`: plan, then train with the library's own runner inside the guarded session."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from rlrun import configs, runs
+from rlrun.api.call import Video, console, session
+from rlrun.api.iterations import IterationClock, OnIteration, signals_held, stop_signals
+from rlrun.api.planning import TrainPlan, plan_train
+from rlrun.api.requests import TrainRequest, TrainResult
+from rlrun.errors import TrainingStopped
+from rlrun.hermetic import Call, hermetic_call
+from rlrun.libraries.base import TrainJob, TrainOutcome
+from rlrun.progress import Progress
+
+
+def train(
+    request: TrainRequest,
+    *,
+    check_leaks: bool | None = None,
+    progress: Progress | None = None,
+    on_iteration: OnIteration | None = None,
+) -> TrainResult:
+    """Train an agent; the process is left exactly as it was found (see `rlrun.hermetic`).
+
+    `on_iteration(row)` is called with each row the run appends to its `metrics.csv`; returning True stops
+    the training there, with a checkpoint, and the result's status is `stopped` (a tuner's pruner).
+    """
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
+        return train_in_call(call, request, progress, on_iteration)
+
+
+def train_in_call(
+    call: Call, request: TrainRequest, progress: Progress | None = None, on_iteration: OnIteration | None = None
+) -> TrainResult:
+    """`train` within an already open hermetic call (the CLI opens one around argument parsing)."""
+    plan = plan_train(call, request)
+    with session(call, plan, deterministic=plan.deterministic, progress=progress) as opened:
+        record: runs.RunRecord | None = None
+        clock: IterationClock | None = None
+        started = time.perf_counter()
+        try:
+            record = _create_record(plan)
+            video = (
+                Video(record.dir / "videos" / "train", plan.video_length, plan.video_interval, "rl-video")
+                if plan.video
+                else None
+            )
+            clock = IterationClock(
+                record.dir, plan.env_steps_per_iteration, plan.resume_iteration, on_iteration, progress
+            )
+            env = opened.instrument(video, clock)
+            if progress is not None:
+                progress.start(
+                    f"train {plan.library.name} {plan.task}",
+                    plan.max_iterations * plan.env_steps_per_iteration,
+                    plan.env_steps_per_iteration,
+                )
+
+            def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
+                assert record is not None
+                path = record.dir / name
+                runs.atomic_save(path, write)
+                record.add_checkpoint(name, iteration=iteration, env_steps=env.env_steps, mean_return=env.mean_return())
+                return path
+
+            job = TrainJob(
+                env=env,
+                stats=env,
+                config=plan.library_config,
+                max_iterations=plan.max_iterations,
+                seed=plan.seed,
+                device=plan.device,
+                run_dir=record.dir,
+                save_checkpoint=save_checkpoint,
+                resume_from=plan.resume_from,
+                resume_iteration=plan.resume_iteration,
+                deterministic=plan.deterministic,
+                algorithm=plan.algorithm,
+                ml_framework=plan.ml_framework,
+            )
+            status = "completed"
+            try:
+                with console(plan, record.dir), stop_signals(clock):
+                    outcome = plan.adapter.train(job)
+            except TrainingStopped as stop:
+                if stop.reason != "stopped":
+                    raise
+                status = "stopped"
+                outcome = TrainOutcome(iterations=_last_iteration(record, plan), checkpoint=_last_checkpoint(record))
+            wall = time.perf_counter() - started
+            env.close()  # writes the last video clip
+            result = TrainResult(
+                task=plan.task,
+                library=plan.library.name,
+                run_dir=record.dir,
+                checkpoint=outcome.checkpoint,
+                seed=plan.seed,
+                num_envs=plan.num_envs,
+                iterations=outcome.iterations,
+                env_steps=env.env_steps,
+                episodes=len(env.episode_returns),
+                mean_return=env.mean_return(),
+                steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
+                wall_time_s=wall,
+                videos=video.files() if video else (),
+                status=status,
+            )
+            with signals_held():
+                record.finish(status, result=runs.jsonable(result))
+            return result
+        except BaseException as error:
+            if record is not None:
+                status = _failure_status(error)
+                if isinstance(error, TrainingStopped):
+                    error.run_dir, error.checkpoint = record.dir, _last_checkpoint(record)
+                try:
+                    with signals_held():
+                        record.finish(status, error=f"{type(error).__name__}: {error}")
+                except Exception as manifest_error:  # never mask the call's own exception
+                    error.add_note(f"rlrun: could not mark the run {status}: {manifest_error!r}")
+            raise
+        finally:
+            if clock is not None:
+                clock.close()
+
+
+def _failure_status(error: BaseException) -> str:
+    """The run status an exception leaves: `interrupted` (Ctrl-C), `terminated` (SIGTERM) or `failed`."""
+    if isinstance(error, TrainingStopped):
+        return error.reason
+    return "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+
+
+def _last_checkpoint(record: runs.RunRecord) -> Path | None:
+    entries = record.manifest["checkpoints"]
+    return record.dir / entries[-1]["file"] if entries else None
+
+
+def _last_iteration(record: runs.RunRecord, plan: TrainPlan) -> int:
+    entries = record.manifest["checkpoints"]
+    return int(entries[-1]["iteration"]) if entries else plan.resume_iteration
+
+
+def _create_record(plan: TrainPlan) -> runs.RunRecord:
+    """Claim the run directory and write its parameters and first manifest."""
+    parent = None
+    if plan.resume_from is not None:
+        parent = {
+            "run": str(plan.checkpoint_run.path) if plan.checkpoint_run else None,
+            "checkpoint": str(plan.resume_from),
+        }
+    manifest = {
+        "library": plan.library.name,
+        "algorithm": plan.algorithm,
+        "ml_framework": plan.ml_framework,
+        "task": plan.task,
+        "experiment": plan.experiment,
+        "run_name": plan.run_name,
+        "seed": plan.seed,
+        "num_envs": plan.num_envs,
+        "max_iterations": plan.max_iterations,
+        "device": plan.device,
+        "argv": list(plan.argv) if plan.argv is not None else None,
+        "versions": runs.versions(plan.library.distribution, plan.library.version),
+        "parent": parent,
+    }
+    params = {"agent.yaml": configs.to_yaml(plan.agent_config), "env.yaml": configs.to_yaml(plan.env_config)}
+    return runs.RunRecord.create(plan.log_root, plan.library.name, plan.experiment, plan.run_name, manifest, params)

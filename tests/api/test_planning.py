@@ -1,0 +1,47 @@
+"""Planning: a request becomes a complete, typed plan, or a user error, before anything changes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import rlrun
+from rlrun.api import planning
+from rlrun.errors import InvalidArgument
+from rlrun.hermetic import hermetic_call
+
+
+def test_a_train_plan_is_complete_and_frozen(log_root):
+    request = rlrun.TrainRequest(task="rlrun/CartPole-v1", library="sb3", log_root=str(log_root))
+    with hermetic_call() as call:
+        plan = planning.plan_train(call, request)
+    assert plan.library.name == "sb3" and plan.algorithm == "ppo" and plan.ml_framework == "torch"
+    assert plan.num_envs >= 1 and plan.max_iterations >= 1 and plan.env_steps_per_iteration >= plan.num_envs
+    assert "num_envs" not in plan.library_config and "num_envs" in plan.agent_config
+    assert plan.resume_from is None and plan.resume_iteration == 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(plan, "seed", 3)  # noqa: B010 - a frozen plan refuses it
+    assert not log_root.exists(), "planning made a directory"
+
+
+def test_an_agent_plan_has_its_own_type(log_root):
+    with hermetic_call() as call:
+        plan = planning.plan_agent(call, rlrun.AgentRequest(task="rlrun/Pendulum-v1", max_steps=5), "random")
+    assert isinstance(plan, planning.AgentPlan) and not isinstance(plan, planning.LibraryPlan)
+    assert plan.kind == "random" and plan.max_steps == 5 and plan.num_episodes is None
+
+
+@pytest.mark.parametrize(
+    ("call", "request_"),
+    [
+        (rlrun.train, rlrun.PlayRequest(task="rlrun/CartPole-v1")),
+        (rlrun.play, rlrun.TrainRequest(task="rlrun/CartPole-v1")),
+        (rlrun.export, rlrun.AgentRequest(task="rlrun/CartPole-v1")),
+        (rlrun.random_agent, rlrun.TrainRequest(task="rlrun/CartPole-v1")),
+    ],
+)
+def test_a_request_of_the_wrong_type_is_a_user_error(call, request_, log_root):
+    with pytest.raises(InvalidArgument, match=f"takes a .*Request, not {type(request_).__name__}"):
+        call(request_)
+    assert not log_root.exists()
