@@ -1,0 +1,57 @@
+"""The `inline` executor: every item in this process, one after another.
+
+This is what rlrun exists for: each item (a bench cell) is a hermetic call, so running them here gives
+the same results as fresh processes, without paying an interpreter and its imports per item.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from rlrun.executors.base import Executor, Finished, describe_exception
+
+
+class InlineExecutor(Executor):
+    """Runs `function(item)` for each item in turn in the calling thread.
+
+    An `Exception` from `function` fails its item alone (`Finished.error`, one line); `KeyboardInterrupt`
+    and `SystemExit` propagate at once: here they are the caller's own Ctrl-C or exit, and nothing else is
+    running when they do.
+    """
+
+    name = "inline"
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    def run(
+        self,
+        function: Callable[[Any], Any],
+        items: Sequence[Any],
+        on_start: Callable[[int], None] | None = None,
+    ) -> Iterator[Finished]:
+        if self._closed:
+            raise RuntimeError("this executor is closed")
+        return self._run(function, items, on_start)
+
+    def _run(
+        self,
+        function: Callable[[Any], Any],
+        items: Sequence[Any],
+        on_start: Callable[[int], None] | None,
+    ) -> Iterator[Finished]:
+        for index, item in enumerate(items):
+            if on_start is not None:
+                on_start(index)
+            try:
+                finished = Finished(index, value=function(item))
+            except Exception as error:
+                finished = Finished(index, error=describe_exception(error))
+            yield finished
+
+    def close(self) -> None:
+        self._closed = True
+
+
+__all__ = ["InlineExecutor"]

@@ -1,0 +1,89 @@
+"""Module-level functions for the executor tests: a spawned worker or a Ray task imports them by name
+(the workers get this process's `sys.path`, where pytest put this folder).
+
+Each takes one item. `square_or_die` treats three items apart: `KILL` SIGKILLs the process that runs it,
+`EXIT` leaves it with code 3, `RAISE` raises a `ValueError` with a two-line message.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+KILL = "kill"
+EXIT = "exit"
+RAISE = "raise"
+INTERRUPT = "interrupt"
+GAVE_UP = "gave up"
+
+
+def square_or_die(item: int | str) -> int:
+    """`item * item`, except for `KILL`, `EXIT`, `RAISE` and `INTERRUPT` (raises `KeyboardInterrupt`)."""
+    if item == KILL:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if item == EXIT:
+        os._exit(3)
+    if item == RAISE:
+        raise ValueError("no square for this item\nsecond line of the message")
+    if item == INTERRUPT:
+        raise KeyboardInterrupt
+    assert isinstance(item, int)
+    return item * item
+
+
+def pid_of(item: object) -> tuple[object, int]:
+    """The item and the id of the process that ran it."""
+    return item, os.getpid()
+
+
+def lock(item: object) -> threading.Lock:
+    """A result that cannot be pickled."""
+    return threading.Lock()
+
+
+def hold(paths: tuple[str, str], patience_s: float = 120.0) -> str:
+    """Write this process's id to `started`, then wait until `release` exists and return it; return `GAVE_UP` if
+    it never comes (so that a test whose executor got stuck fails rather than hangs)."""
+    started, release = paths
+    Path(started).write_text(str(os.getpid()))
+    deadline = time.monotonic() + patience_s
+    while not os.path.exists(release):
+        if time.monotonic() > deadline:
+            return GAVE_UP
+        time.sleep(0.01)
+    return release
+
+
+def hold_through_sigterm(paths: tuple[str, str]) -> str:
+    """`hold`, ignoring SIGTERM (as a training that saves a checkpoint first might take its time to stop)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return hold(paths)
+
+
+def wait_until_exists(path: str | Path, patience_s: float = 120.0) -> None:
+    """Block the test until a worker has created `path`; fail rather than hang if it never does."""
+    deadline = time.monotonic() + patience_s
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no worker created {path}")
+        time.sleep(0.01)
+
+
+def wait_until_gone(pid: int, patience_s: float = 120.0) -> None:
+    """Block the test until process `pid` has ended; fail rather than hang if it does not."""
+    deadline = time.monotonic() + patience_s
+    while os.path.exists(f"/proc/{pid}") and _state(pid) != "Z":
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} is still running")
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
