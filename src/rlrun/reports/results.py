@@ -1,0 +1,191 @@
+"""Reading a bench's `results.jsonl` and each cell's learning curve (`metrics.csv` in its run directory).
+
+Standard library only: importing this module stays cheap.
+
+The results file is appended to as cells end, so it is read leniently: a line that does not parse (a
+torn last line, written when the bench was killed mid-append) is skipped and counted, and a later row
+for the same `key` (a rerun with `--force`) replaces the earlier one, keeping the earlier one's place.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULTS_FILE = "results.jsonl"
+METRICS_FILE = "metrics.csv"
+STATUSES = ("completed", "failed", "skipped")
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One training's learning curve: the points of `metrics.csv` where a mean return was known."""
+
+    env_steps: tuple[float, ...]
+    wall_s: tuple[float, ...]
+    mean_return: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.mean_return)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """One row of `results.jsonl`: a finished cell of the bench (task x run x seed)."""
+
+    key: str
+    task: str
+    run: str
+    seed: int
+    status: str
+    library: str = ""
+    algorithm: str = ""
+    ml_framework: str = ""
+    variant: str = ""
+    error: str | None = None
+    note: str | None = None
+    env_steps: int | None = None
+    iterations: int | None = None
+    wall_s: float | None = None
+    steps_per_s: float | None = None
+    final_return: float | None = None
+    eval_return: float | None = None
+    threshold: float | None = None
+    time_to_threshold_s: float | None = None
+    steps_to_threshold: int | None = None
+    run_dir: Path | None = None
+    curve: Curve | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Results:
+    """The rows of one results file (the last per key, in the order keys first appeared)."""
+
+    path: Path
+    cells: tuple[CellResult, ...]
+    unreadable_lines: tuple[int, ...] = ()  # 1-based line numbers that were skipped
+
+
+def _float(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _float(value)
+    return None if number is None else int(number)
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _run_dir(value: Any, base: Path) -> Path | None:
+    """The run directory: as written if absolute, else relative to the results file's folder if it is there."""
+    if not value:
+        return None
+    path = Path(str(value)).expanduser()
+    if path.is_absolute():
+        return path
+    beside = base / path
+    return beside if beside.exists() else path
+
+
+def _cell(row: dict[str, Any], base: Path) -> CellResult:
+    variant = row.get("variant") or ""
+    library = str(row.get("library") or "")
+    algorithm = str(row.get("algorithm") or "")
+    run = row.get("run")
+    if not run:  # rows without a run label: library/algorithm[variant]
+        run = "/".join(part for part in (library, algorithm) if part) + (f"[{variant}]" if variant else "")
+    return CellResult(
+        key=str(row["key"]),
+        task=str(row.get("task") or "?"),
+        run=str(run or "?"),
+        seed=_int(row.get("seed")) or 0,
+        status=str(row.get("status") or "failed"),
+        library=library,
+        algorithm=algorithm,
+        ml_framework=str(row.get("ml_framework") or ""),
+        variant=str(variant),
+        error=_str(row.get("error")),
+        note=_str(row.get("note")),
+        env_steps=_int(row.get("env_steps")),
+        iterations=_int(row.get("iterations")),
+        wall_s=_float(row.get("wall_s")),
+        steps_per_s=_float(row.get("steps_per_s")),
+        final_return=_float(row.get("final_return")),
+        eval_return=_float(row.get("eval_return")),
+        threshold=_float(row.get("threshold")),
+        time_to_threshold_s=_float(row.get("time_to_threshold_s")),
+        steps_to_threshold=_int(row.get("steps_to_threshold")),
+        run_dir=_run_dir(row.get("run_dir"), base),
+    )
+
+
+def read_curve(run_dir: Path | str | None) -> Curve | None:
+    """The learning curve in `run_dir/metrics.csv`, or None without that file or without any return in it.
+
+    Rows before the first finished episode (an empty `mean_return`) and rows that do not parse (a torn last
+    row of a killed run) are left out; the points keep the file's order."""
+    if run_dir is None:
+        return None
+    path = Path(run_dir) / METRICS_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    steps: list[float] = []
+    wall: list[float] = []
+    returns: list[float] = []
+    for row in csv.DictReader(text.splitlines()):
+        point = (_float(row.get("env_steps")), _float(row.get("wall_s")), _float(row.get("mean_return")))
+        if None in point:
+            continue
+        steps.append(point[0] or 0.0)
+        wall.append(point[1] or 0.0)
+        returns.append(point[2] or 0.0)
+    if not returns:
+        return None
+    return Curve(tuple(steps), tuple(wall), tuple(returns))
+
+
+def read_results(path: Path | str, *, curves: bool = True) -> Results:
+    """Read `results.jsonl`: the last row per key, each with its learning curve when `curves` (see `read_curve`).
+
+    Lines that are not a JSON object with a `key` are skipped and their numbers kept in `unreadable_lines`."""
+    path = Path(path)
+    latest: dict[str, CellResult] = {}
+    unreadable: list[int] = []
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                if not isinstance(row, dict) or "key" not in row:
+                    raise ValueError("not a results row")
+                cell = _cell(row, path.parent)
+            except (ValueError, TypeError):
+                unreadable.append(number)
+                continue
+            latest[cell.key] = cell  # a rerun's row replaces the earlier one (dict keeps the first position)
+    cells = tuple(latest.values())
+    if curves:
+        cells = tuple(_with_curve(cell) for cell in cells)
+    return Results(path=path, cells=cells, unreadable_lines=tuple(unreadable))
+
+
+def _with_curve(cell: CellResult) -> CellResult:
+    from dataclasses import replace
+
+    return replace(cell, curve=read_curve(cell.run_dir))
