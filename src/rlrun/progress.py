@@ -137,3 +137,81 @@ def for_stream(stream: TextIO | None = None) -> Progress:
     """The live display on a terminal, plain periodic lines otherwise."""
     stream = stream or sys.stderr
     return RichProgress(stream) if stream.isatty() else LineProgress(stream)
+
+
+class BenchBoard:
+    """A bench's cells and their states: queued, running (iteration, steps/s, return), done, failed, with the
+    bench's ETA. On a terminal, a rich table refreshed by hand (no thread) at events and at most 4 times a
+    second; elsewhere one plain line per finished cell."""
+
+    def __init__(self, cells: list[tuple[str, str]], stream: TextIO | None = None, live: bool | None = None) -> None:
+        """`cells`: (key, label) of every cell to run, in order."""
+        self.stream = stream or sys.stderr
+        self.labels = dict(cells)
+        self.state = dict.fromkeys(self.labels, "queued")
+        self.detail = dict.fromkeys(self.labels, "")
+        self.started: dict[str, float] = {}
+        self.durations: list[float] = []
+        self.begun = time.monotonic()
+        self.live = self.stream.isatty() if live is None else live
+        self._live: Any = None
+        self._last = 0.0
+
+    def start(self, key: str) -> None:
+        self.state[key] = "running"
+        self.started[key] = time.monotonic()
+        self._draw(force=True)
+
+    def iteration(self, key: str, iteration: int, steps_per_s: float, mean_return: float | None) -> None:
+        shown = "-" if mean_return is None else f"{mean_return:.1f}"
+        self.detail[key] = f"it {iteration}  {steps_per_s:,.0f} steps/s  return {shown}"
+        self._draw()
+
+    def finish(self, key: str, status: str, summary: str) -> None:
+        self.state[key] = "done" if status == "completed" else status
+        self.detail[key] = summary
+        if key in self.started:
+            self.durations.append(time.monotonic() - self.started[key])
+        if not self.live:
+            done = sum(state in ("done", "failed") for state in self.state.values())
+            print(
+                f"[{done}/{len(self.state)}] {self.state[key]} {self.labels[key]}: {summary}  eta {self.eta()}",
+                file=self.stream,
+                flush=True,
+            )
+        self._draw(force=True)
+
+    def eta(self) -> str:
+        left = sum(state in ("queued", "running") for state in self.state.values())
+        running = max(1, sum(state == "running" for state in self.state.values()))
+        if not self.durations:
+            return "-"
+        return _duration(left * (sum(self.durations) / len(self.durations)) / running)
+
+    def _draw(self, force: bool = False) -> None:
+        if not self.live:
+            return
+        now = time.monotonic()
+        if not force and now - self._last < 0.25:
+            return
+        self._last = now
+        from rich.console import Console
+        from rich.live import Live
+        from rich.table import Table
+
+        table = Table(title=f"bench: {len(self.state)} cells, eta {self.eta()}", title_justify="left")
+        for column in ("cell", "state", "progress"):
+            table.add_column(column)
+        for key, label in self.labels.items():
+            table.add_row(label, self.state[key], self.detail[key])
+        if self._live is None:
+            self._live = Live(table, console=Console(file=self.stream), auto_refresh=False, transient=False)
+            self._live.start()
+        else:
+            self._live.update(table)
+        self._live.refresh()
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None

@@ -1,0 +1,65 @@
+"""Time to solve: seconds of training until the mean return of the last 100 episodes reaches the target.
+
+Each native task trains with its default library and shipped configuration (what `rlrun train --task T`
+does), for `--seeds` seeds; training stops at the first iteration whose metrics row reaches the target
+(`rlrun.train(..., on_iteration=...)`), or at `--max_iterations`. Printed per task: each seed's time and
+env steps to the target, the median, and CleanRL's published PPO CartPole-v1 figure for scale
+(490 +- 6 after 500 k env steps, `ppo.py`, 4 envs, about 2-3 minutes on a CPU).
+
+    python benchmarks/time_to_solve.py [--seeds 1 2 3] [--tasks rlrun/CartPoleContinuous-v1 ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+
+import rlrun
+
+TARGETS = {"rlrun/CartPoleContinuous-v1": 475.0, "rlrun/CartPole-v1": 475.0, "rlrun/Pendulum-v1": -200.0}
+GOALS = {"rlrun/CartPoleContinuous-v1": 4.0}
+CLEANRL = "CleanRL PPO CartPole-v1: 490 +- 6 after 500 k env steps"
+
+
+def solve(task: str, seed: int, max_iterations: int) -> tuple[float | None, int | None, float]:
+    """(seconds to the target, env steps to it, seconds trained) for one seed."""
+    reached: list[tuple[float, int]] = []
+
+    def on_iteration(row: rlrun.api.iterations.IterationRow) -> bool:
+        if row.mean_return is not None and row.mean_return >= TARGETS[task] and not reached:
+            reached.append((row.wall_s, row.env_steps))
+        return bool(reached)
+
+    with tempfile.TemporaryDirectory() as root:
+        result = rlrun.train(
+            rlrun.TrainRequest(task=task, seed=seed, max_iterations=max_iterations, log_root=root),
+            on_iteration=on_iteration,
+        )
+    if not reached:
+        return None, None, result.wall_time_s
+    return reached[0][0], reached[0][1], result.wall_time_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--tasks", nargs="+", default=list(TARGETS))
+    parser.add_argument("--max_iterations", type=int, default=500)
+    args = parser.parse_args()
+    print(f"load {os.getloadavg()[0]:.2f}; {CLEANRL}")
+    for task in args.tasks:
+        times = []
+        for seed in args.seeds:
+            seconds, steps, trained = solve(task, seed, args.max_iterations)
+            shown = "not reached" if seconds is None else f"{seconds:6.2f} s, {steps:,} env steps"
+            print(f"{task:<30} seed {seed}: return >= {TARGETS[task]:g} after {shown} (trained {trained:.1f} s)")
+            times.append(float("inf") if seconds is None else seconds)
+        goal = f" (goal <= {GOALS[task]} s)" if task in GOALS else ""
+        print(f"{task:<30} median over seeds {args.seeds}: {statistics.median(times):.2f} s{goal}")
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
