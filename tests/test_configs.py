@@ -57,3 +57,32 @@ def test_tuned_configurations_are_found_and_others_fall_back_to_the_default():
     generic = configs.load_agent_config("rsl_rl", "ppo", "HalfCheetah-v5")
     assert tuned["num_envs"] == 512 and generic["actor"]["class_name"] == "MLPModel"
     assert set(configs.RUN_KEYS) <= set(tuned) and set(configs.RUN_KEYS) <= set(generic)
+
+
+@pytest.mark.parametrize(
+    ("word", "fragment"),
+    [
+        ("actor.hidden_dims=abc", "expects a list"),
+        ("actor.hidden_dims=[a,b]", "expects a list of integers"),
+        ("actor.hidden_dims=[16,", "is not a YAML value"),
+        ("algorithm.learning_rate=-1", "a learning rate must be positive"),
+        ("algorithm.learning_rate=0", "a learning rate must be positive"),
+        ("actor=3", "expects a mapping"),
+    ],
+)
+def test_an_override_the_library_would_reject_is_refused_with_the_key(word, fragment):
+    from rlrun.configs import apply_overrides, load_agent_config
+    from rlrun.errors import InvalidArgument
+
+    config = load_agent_config("rsl_rl", "ppo", "rlrun/Pendulum-v1")
+    with pytest.raises(InvalidArgument, match=fragment) as caught:
+        apply_overrides(config, [word], scope="agent")
+    assert f"agent.{word.split('=')[0]}" in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_overrides_of_the_right_shape_still_apply():
+    from rlrun.configs import apply_overrides, load_agent_config
+
+    config = load_agent_config("rsl_rl", "ppo", "rlrun/Pendulum-v1")
+    changed = apply_overrides(config, ["actor.hidden_dims=[8,8,8]", "algorithm.learning_rate=1e-4"], scope="agent")
+    assert changed["actor"]["hidden_dims"] == [8, 8, 8] and changed["algorithm"]["learning_rate"] == 1e-4

@@ -45,3 +45,22 @@ def test_a_request_of_the_wrong_type_is_a_user_error(call, request_, log_root):
     with pytest.raises(InvalidArgument, match=f"takes a .*Request, not {type(request_).__name__}"):
         call(request_)
     assert not log_root.exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fragment"),
+    [
+        ("log_root", "FILE", "is a file"),
+        ("log_root", "FILE/below", "which is a file"),
+        ("experiment", "x" * 300, "300 characters long"),
+        ("run_name", "y" * 201, "201 characters long"),
+    ],
+)
+def test_a_log_root_or_name_the_filesystem_cannot_take_is_refused_before_anything(tmp_path, field, value, fragment):
+    blocker = tmp_path / "FILE"
+    blocker.write_text("not a folder", encoding="utf-8")
+    fields = {"log_root": str(tmp_path / "logs"), field: value.replace("FILE", str(blocker))}
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(InvalidArgument, match=fragment):
+        rlrun.train(rlrun.TrainRequest(task="rlrun/CartPole-v1", library="sb3", **fields))
+    assert sorted(tmp_path.rglob("*")) == before

@@ -284,7 +284,8 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
     out = Path(request.out).absolute()
     if out.exists() and not out.is_dir():
         raise InvalidArgument(f"--out {str(out)!r} is a file; pass a folder for the bench's results.")
-    log_root = Path(request.log_root).absolute() if request.log_root else out / "runs"
+    runs.check_log_root(out, "--out")
+    log_root = runs.check_log_root(request.log_root) if request.log_root else out / "runs"
     name = runs.check_name(request.name or runs.experiment_name(out.name or "bench"), "bench name")
     if len(tasks) * len(bench_runs) * len(seeds) > MAX_CELLS:
         raise InvalidArgument(f"the bench has more than {MAX_CELLS:,} cells; split it.")

@@ -245,6 +245,8 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
     _check_common(request)
     _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
+    if request.video:
+        runs.check_log_root(request.log_root)
     import_core(call, request.video)
     from rlrun.envs import env_config, resolve_task
 
@@ -367,6 +369,7 @@ def _target(call: Call, request: LibraryRequest) -> _Target:
     _check_common(request)
     if request.experiment is not None:
         runs.check_name(request.experiment, "--experiment_name")
+    runs.check_log_root(request.log_root)
     import_core(call, request.video)
     from rlrun.envs import resolve_task
 

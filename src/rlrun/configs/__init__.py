@@ -10,6 +10,7 @@ struct mode: a key the configuration lacks is an error that names the nearest va
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from typing import Any
@@ -68,6 +69,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
     """Return `config` with OmegaConf dotlist overrides applied; unknown keys raise `UnknownConfigKey`."""
     if not dotlist:
         return _plain(config)
+    import yaml
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
@@ -88,17 +90,53 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
         except OmegaConfBaseException as error:
             message = str(error).splitlines()[0]
             raise InvalidArgument(f"cannot apply override '{scope}.{item}': {message}") from None
+        except yaml.YAMLError as error:  # OmegaConf parses each value as YAML: `[16,` is not a list
+            reason = " ".join(str(getattr(error, "problem", None) or error).split())
+            raise InvalidArgument(
+                f"override '{scope}.{item}' is not a YAML value ({reason}); quote or complete it, e.g. [64, 64]."
+            ) from None
         _check_type(config, OmegaConf.select(base, key), key, scope)
     return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]
 
 
+RATE_KEY = re.compile(r"(^|_)(learning_rate|lr)$")
+"""Keys of learning rates: a rate must be a positive number (every library's optimiser refuses others)."""
+
+
 def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> None:
-    """Refuse an override whose value cannot stand where a number or a boolean stood."""
+    """Refuse an override whose value cannot stand where the default stood: a number or a boolean where
+    one stood, a list where a list stood (of integers where integers stood), a mapping where a mapping
+    stood, and a learning rate that is not positive. What the library would reject only later, in the
+    middle of a call, is caught here, before the run directory exists."""
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
     old: Any = config
     for part in key.split("."):
         if not isinstance(old, Mapping) or part not in old:
             return
         old = old[part]
+    if isinstance(new, ListConfig | DictConfig):
+        new = OmegaConf.to_container(new, resolve=True)
+    shown = f"'{scope}.{key}={new}'"
+    last = key.rsplit(".", 1)[-1]
+    numbers = (int, float)
+    rate = RATE_KEY.search(last) and isinstance(old, numbers) and not isinstance(old, bool)
+    if rate and isinstance(new, numbers) and not isinstance(new, bool) and not new > 0:
+        raise InvalidArgument(f"override {shown}: a learning rate must be positive (the default is {old!r}).")
+    if isinstance(old, list):
+        if not isinstance(new, list):
+            raise InvalidArgument(f"override {shown} expects a list, like the default {old!r}.")
+
+        def integers(values: list[Any]) -> bool:
+            return all(isinstance(item, int) and not isinstance(item, bool) for item in values)
+
+        if old and integers(old) and not integers(new):
+            raise InvalidArgument(f"override {shown} expects a list of integers, like the default {old!r}.")
+        return
+    if isinstance(old, Mapping):
+        if not isinstance(new, Mapping):
+            raise InvalidArgument(f"override {shown} expects a mapping of keys, like the default {old!r}.")
+        return
     if isinstance(old, bool):
         ok, expected = isinstance(new, bool), "true or false"
     elif isinstance(old, int):
