@@ -49,11 +49,15 @@ OnIteration = Callable[[IterationRow], bool | None]
 
 
 class IterationClock:
-    """The training's `on_step` hook: metrics rows at iteration boundaries, progress, stop requests."""
+    """The training's `on_step` hook: metrics rows at iteration boundaries, progress, stop requests.
+
+    A stop requested at a step (by `on_iteration` at a boundary, or by a signal) is raised at the next
+    step, so that the library finishes the update of the iteration that just ended and its checkpoint
+    holds it.
+    """
 
     def __init__(
         self,
-        run_dir: Path,
         env_steps_per_iteration: int,
         first_iteration: int = 0,
         on_iteration: OnIteration | None = None,
@@ -64,20 +68,39 @@ class IterationClock:
         self.on_iteration = on_iteration
         self.progress = progress
         self.stop_reason: str | None = None
+        self.immediate = False
+        """While True (the library is training), a second signal stops at once instead of at the next step."""
         self.rows: list[IterationRow] = []
         self._next = env_steps_per_iteration
         self._started = time.perf_counter()
-        self._file: TextIO = open(run_dir / METRICS_FILE, "w", encoding="utf-8", newline="")  # noqa: SIM115
+        self._file: TextIO | None = None
+        self._writer: Any = None
+
+    def open(self, run_dir: Path) -> None:
+        """Start `metrics.csv` in the run directory (its header now, a row per iteration as they end)."""
+        self._file = open(run_dir / METRICS_FILE, "w", encoding="utf-8", newline="")  # noqa: SIM115
         self._writer = csv.writer(self._file)
         self._writer.writerow(METRICS_COLUMNS)
         self._file.flush()
+        self._started = time.perf_counter()
 
     def request_stop(self, reason: str = "stopped") -> None:
         """Stop the training at its next env step (a first Ctrl-C, SIGTERM or a pruner)."""
         if self.stop_reason is None:
             self.stop_reason = reason
 
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        """The span in which a second signal interrupts at once: the library's own training."""
+        self.immediate = True
+        try:
+            yield
+        finally:
+            self.immediate = False
+
     def __call__(self, stats: Any) -> None:
+        if self.stop_reason is not None:
+            raise TrainingStopped(self.stop_reason)
         if self.progress is not None:
             self.progress.update(stats.env_steps, stats.mean_return())
         if stats.env_steps >= self._next:
@@ -86,8 +109,6 @@ class IterationClock:
             row = self._row(stats)
             if self.on_iteration is not None and self.on_iteration(row):
                 self.request_stop("stopped")
-        if self.stop_reason is not None:
-            raise TrainingStopped(self.stop_reason)
 
     def _row(self, stats: Any) -> IterationRow:
         wall = time.perf_counter() - self._started
@@ -102,19 +123,24 @@ class IterationClock:
             episodes=len(stats.episode_returns),
         )
         self.rows.append(row)
-        self._writer.writerow(["" if value is None else value for value in vars(row).values()])
-        self._file.flush()
+        if self._file is not None:
+            self._writer.writerow(["" if value is None else value for value in vars(row).values()])
+            self._file.flush()
         return row
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
 
 @contextlib.contextmanager
 def stop_signals(clock: IterationClock) -> Iterator[None]:
     """Within the block, a first SIGINT or SIGTERM asks `clock` to stop (the library finishes its step and the
-    adapter saves a checkpoint); a second one stops at once. Only the main thread can take signals; elsewhere
-    this does nothing. The caller's handlers come back afterwards (the signal guard would restore them too)."""
+    adapter saves a checkpoint); a second one stops at once while the library trains (`clock.interruptible`),
+    and is only noted elsewhere (the run's last manifest write). Only the main thread can take signals;
+    elsewhere this does nothing. The caller's handlers come back afterwards (the signal guard would restore
+    them too)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -122,7 +148,7 @@ def stop_signals(clock: IterationClock) -> Iterator[None]:
 
     def handler(number: int, frame: Any) -> None:
         reason = SIGNAL_REASONS[signal.Signals(number).name]
-        if clock.stop_reason is not None:
+        if clock.stop_reason is not None and clock.immediate:
             raise TrainingStopped(reason)
         clock.request_stop(reason)
 

@@ -38,19 +38,19 @@ def train_in_call(
 ) -> TrainResult:
     """`train` within an already open hermetic call (the CLI opens one around argument parsing)."""
     plan = plan_train(call, request)
-    with session(call, plan, deterministic=plan.deterministic, progress=progress) as opened:
+    clock = IterationClock(plan.env_steps_per_iteration, plan.resume_iteration, on_iteration, progress)
+    # The signals are taken as stop requests from before the run directory exists until its manifest's last
+    # write: no Ctrl-C can leave a run `running` without a word.
+    with session(call, plan, deterministic=plan.deterministic, progress=progress) as opened, stop_signals(clock):
         record: runs.RunRecord | None = None
-        clock: IterationClock | None = None
         started = time.perf_counter()
         try:
             record = _create_record(plan)
+            clock.open(record.dir)
             video = (
                 Video(record.dir / "videos" / "train", plan.video_length, plan.video_interval, "rl-video")
                 if plan.video
                 else None
-            )
-            clock = IterationClock(
-                record.dir, plan.env_steps_per_iteration, plan.resume_iteration, on_iteration, progress
             )
             env = opened.instrument(video, clock)
             if progress is not None:
@@ -84,7 +84,7 @@ def train_in_call(
             )
             status = "completed"
             try:
-                with console(plan, record.dir), stop_signals(clock):
+                with console(plan, record.dir), clock.interruptible():
                     outcome = plan.adapter.train(job)
             except TrainingStopped as stop:
                 if stop.reason != "stopped":
@@ -111,7 +111,6 @@ def train_in_call(
             )
             with signals_held():
                 record.finish(status, result=runs.jsonable(result))
-            return result
         except BaseException as error:
             if record is not None:
                 status = _failure_status(error)
@@ -124,8 +123,14 @@ def train_in_call(
                     error.add_note(f"rlrun: could not mark the run {status}: {manifest_error!r}")
             raise
         finally:
-            if clock is not None:
-                clock.close()
+            clock.close()
+    if clock.stop_reason in ("interrupted", "terminated"):
+        # A signal that came after the training ended: the run is complete, and the caller still asked to stop
+        # (a bench must not go on to its next cell).
+        late = TrainingStopped(clock.stop_reason)
+        late.run_dir, late.checkpoint = result.run_dir, result.checkpoint
+        raise late
+    return result
 
 
 def _failure_status(error: BaseException) -> str:

@@ -1,33 +1,13 @@
-"""The small surface every library adapter module implements, and what rlrun hands to it.
+"""The typed surface every library adapter implements (`Adapter`), and what rlrun hands to it.
 
-An adapter module (`rlrun.libraries.<name>`) defines:
-
-    IMPORTS: dict[str, tuple[str, ...]]
-        Per ML framework it runs on (`torch`, `jax`): the modules to import before the hermetic scope
-        captures (the library and what it imports lazily on first use).
-    ALGORITHMS: dict[str, tuple[str, ...]]
-        Lower-case algorithm name (`ppo`, `sac`, ...) -> the Gymnasium action space classes it acts in.
-    DEFAULT_ALGORITHM: str
-    LOGGERS: tuple[str, ...]                                   (optional)
-        The `logging` loggers the library reports on (SKRL's `skrl`); without `--verbose` rlrun sends them,
-        like the library's prints, to the run's console.log.
-    def run_config(config: dict) -> dict
-        The library's own part of an agent configuration (rlrun's run keys removed).
-    def env_steps_per_iteration(config: dict, num_envs: int) -> int
-        How many environment steps one `--max_iterations` unit is, for progress and results.
-    def check_checkpoint(path: Path) -> None
-        Read the file without building anything; raise `CorruptCheckpoint` if it cannot be loaded.
-    def train(job: TrainJob) -> TrainOutcome
-        Train on `job.env` with the library's own runner; write checkpoints through `job.save_checkpoint`.
-    def load_policy(job: PlayJob) -> Policy
-        Rebuild the agent from a checkpoint and return its policy.
-    def export_policy(job: PlayJob) -> torch.nn.Module        (PyTorch libraries)
-        The deterministic policy as a plain module on the CPU, observations in, actions out (before
-        clipping to the action space), observation normalisation included; rlrun traces it to TorchScript
-        and ONNX.
+An adapter is a module, `rlrun.libraries.<name>`, that imports its library lazily inside its
+functions (so a missing library breaks only its own row) and defines every member of `Adapter`.
+`rlrun.libraries.load_adapter` checks a module against `Adapter` when it loads it and names what
+is missing, so an incomplete adapter fails before any call starts, not in the middle of one.
 
 Adapters never import rlrun's API or CLI, never create directories outside `job.run_dir`, and close
-every writer or runner they create in `finally`; the environment is rlrun's to close.
+every writer or runner they create in `finally`; the environment is rlrun's to close. The recipe
+for adding a library is in ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -38,6 +18,74 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlrun.errors import CorruptCheckpoint
+
+
+class Adapter(Protocol):
+    """What rlrun reads from a library adapter module: four tables and six functions."""
+
+    IMPORTS: dict[str, tuple[str, ...]]
+    """Per ML framework it runs on (`torch`, `jax`): the modules to import before the hermetic scope
+    captures (the library and what it imports lazily on first use)."""
+    ALGORITHMS: dict[str, tuple[str, ...]]
+    """Lower-case algorithm name (`ppo`, `sac`, ...) -> the Gymnasium action space classes it acts in."""
+    DEFAULT_ALGORITHM: str
+    """A key of `ALGORITHMS`."""
+    LOGGERS: tuple[str, ...]
+    """The `logging` loggers the library reports on (SKRL's `skrl`); without `--verbose` rlrun sends
+    them, like the library's prints, to the run's console.log."""
+
+    def env_steps_per_iteration(self, config: dict[str, Any], num_envs: int) -> int:
+        """How many environment steps one `--max_iterations` unit is (the library's part of the agent
+        configuration, `configs.library_config`); raise `InvalidArgument` for a configuration that
+        the library would reject, so that the plan catches it before the run directory is made."""
+        ...
+
+    def check_checkpoint(self, path: Path) -> None:
+        """Read the file without building anything; raise `CorruptCheckpoint` if it cannot be loaded."""
+        ...
+
+    def train(self, job: TrainJob) -> TrainOutcome:
+        """Train on `job.env` with the library's own runner; write checkpoints through `job.save_checkpoint`.
+
+        When a `KeyboardInterrupt` ends the training early (Ctrl-C, SIGTERM or a stop request: `TrainingStopped`),
+        save the agent as it is (weights, optimiser, normaliser, counters) like a periodic checkpoint, numbered by
+        the last iteration whose update ran, then re-raise it; a save that fails adds a note and never masks it.
+        """
+        ...
+
+    def load_policy(self, job: PlayJob) -> Policy:
+        """Rebuild the agent from `job.checkpoint` and return its policy."""
+        ...
+
+    def export_policy(self, job: PlayJob) -> Any:
+        """The deterministic policy as a plain `torch.nn.Module` on the CPU, observations in, actions out
+        (before clipping to the action space), observation normalisation included; rlrun traces it to
+        TorchScript and ONNX. Raise `InvalidArgument` for a framework it cannot export."""
+        ...
+
+
+ADAPTER_MEMBERS: tuple[str, ...] = (
+    "IMPORTS",
+    "ALGORITHMS",
+    "DEFAULT_ALGORITHM",
+    "LOGGERS",
+    "env_steps_per_iteration",
+    "check_checkpoint",
+    "train",
+    "load_policy",
+    "export_policy",
+)
+"""The members of `Adapter`, in the order its docs list them (a test keeps this list and the Protocol equal)."""
+
+
+def missing_members(module: Any) -> list[str]:
+    """The members of `Adapter` that `module` lacks, or that are not callable where a function is due."""
+    functions = {name for name in ADAPTER_MEMBERS if not name.isupper()}
+    return [
+        name
+        for name in ADAPTER_MEMBERS
+        if not hasattr(module, name) or (name in functions and not callable(getattr(module, name)))
+    ]
 
 
 class Policy(Protocol):

@@ -15,7 +15,8 @@ adapter does on top:
 - every seed is applied, 0 included (rl_games skips seeding when the seed is 0);
 - the tensorboardX writer rl_games never closes is closed in `finally`;
 - rl_games' checkpoint saves go through rlrun's atomic writer, in rl_games' own format and names
-  (`nn/last_<name>_ep_<epoch>_rew_<return>.pth`, and `nn/<name>.pth` for its best so far).
+  (`nn/last_<name>_ep_<epoch>_rew_<return>.pth`, and `nn/<name>.pth` for its best so far); a training
+  stopped early is saved under the first name as of its last finished epoch.
 
 rl_games' checkpoints hold NumPy scalars, so rlrun reads them with `torch.load(weights_only=True)`
 allowing those NumPy types only, and refuses files that do not pass before rl_games' own loader
@@ -24,22 +25,22 @@ allowing those NumPy types only, and refuses files that do not pass before rl_ga
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
+import operator
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from rlrun.configs import RUN_KEYS
 from rlrun.errors import InvalidArgument
-from rlrun.hermetic import Guard, register, torch_backend_flags
+from rlrun.hermetic import Guard, module_loaded, register, torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
 
 IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
 ALGORITHMS = {"ppo": ("Box", "Discrete")}
 DEFAULT_ALGORITHM = "ppo"
+LOGGERS: tuple[str, ...] = ()
 AGENTS = {"Discrete": ("a2c_discrete", "discrete_a2c"), "Box": ("a2c_continuous", "continuous_a2c_logstd")}
 """Action space class -> the rl_games agent (`algo.name`) and model (`model.name`) that `auto` stands for."""
 SPACE_KEYS = {"Discrete": "discrete", "Box": "continuous"}
@@ -69,7 +70,7 @@ def _restore_registries(saved: dict[tuple[str, str], tuple[dict[str, Any], dict[
     for (module, name), (registry, contents) in saved.items():
         if getattr(sys.modules[module], name) is not registry:
             setattr(sys.modules[module], name, registry)
-        if registry.keys() != contents.keys() or any(registry[key] is not value for key, value in contents.items()):
+        if registry.keys() != contents.keys() or not all(map(operator.is_, registry.values(), contents.values())):
             registry.clear()
             registry.update(contents)
 
@@ -86,17 +87,12 @@ register(
             for (module, name), (registry, contents) in saved.items()
         },
         category="rl_games",
-        available=lambda: all(module in sys.modules for module, _ in _REGISTRIES),
+        available=module_loaded(*dict.fromkeys(module for module, _ in _REGISTRIES)),
         owner="rl_games",
     )
 )
 
 # --- the adapter surface ------------------------------------------------------------------------------------
-
-
-def run_config(config: dict[str, Any]) -> dict[str, Any]:
-    """rl_games' own configuration (`{"params": ...}`): a deep copy without rlrun's run keys."""
-    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
@@ -231,7 +227,9 @@ class AgentObserver:
     """rl_games' `DefaultAlgoObserver` that also keeps the agent and routes its checkpoint saves.
 
     rl_games hands the agent to its observer only (`after_init`); rlrun needs it to close its writer
-    and to send `agent.save(path)` through `save(agent, path)`.
+    and to send `agent.save(path)` through `save(agent, path)`. `epochs` is the last epoch whose
+    `train_epoch` (rollout and update) ran in this call, None before the first: rl_games counts an epoch
+    when it starts it, and a training stopped in the middle of one is saved at the one before.
     """
 
     def __init__(self, save: Any) -> None:
@@ -239,11 +237,20 @@ class AgentObserver:
 
         self.inner = DefaultAlgoObserver()
         self.agent: Any = None
+        self.epochs: int | None = None
         self._save = save
 
     def after_init(self, agent: Any) -> None:
         self.agent = agent
         agent.save = lambda path: self._save(agent, path)
+        train_epoch = agent.train_epoch
+
+        def counted_train_epoch() -> Any:
+            result = train_epoch()
+            self.epochs = agent.epoch_num
+            return result
+
+        agent.train_epoch = counted_train_epoch
         self.inner.after_init(agent)
 
     def __getattr__(self, name: str) -> Any:
@@ -259,10 +266,12 @@ def train(job: TrainJob) -> TrainOutcome:
 
     saved: list[Path] = []
 
-    def save(agent: Any, path: str) -> None:
+    def save(agent: Any, path: str, epoch: int | None = None) -> None:
         state = agent.get_full_state_weights()
+        if epoch is not None:  # stopped in the middle of an epoch: the state is the last finished one's
+            state["epoch"] = epoch
         name = os.path.relpath(f"{path}.pth", job.run_dir)
-        saved.append(job.save_checkpoint(name, lambda temporary: torch.save(state, temporary), agent.epoch_num))
+        saved.append(job.save_checkpoint(name, lambda temporary: torch.save(state, temporary), state["epoch"]))
 
     observer = AgentObserver(save)
     runner = Runner(algo_observer=observer)  # sets TF32, matmul precision 'high' and cudnn.benchmark itself
@@ -282,14 +291,30 @@ def train(job: TrainJob) -> TrainOutcome:
     try:
         runner.load_config(params)
         _seed_globals(job.seed)
-        runner.run_train(
-            {"train": True, "play": False, "checkpoint": str(job.resume_from) if job.resume_from else None}
-        )
+        try:
+            runner.run_train(
+                {"train": True, "play": False, "checkpoint": str(job.resume_from) if job.resume_from else None}
+            )
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the agent has learned
+            agent = observer.agent
+            epoch = observer.epochs if observer.epochs is not None else start
+            if agent is not None and 0 < epoch <= agent.epoch_num:  # trained, or restored from `start`
+                try:
+                    save(agent, _checkpoint_path(agent, epoch), epoch)
+                except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                    stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+            raise
     finally:
         writer = getattr(observer.agent, "writer", None)
         if writer is not None:
             writer.close()  # rl_games never closes it: a thread, a queue and 3 file descriptors per call
     return TrainOutcome(iterations=observer.agent.epoch_num, checkpoint=saved[-1] if saved else None)
+
+
+def _checkpoint_path(agent: Any, epoch: int) -> str:
+    """rl_games' name for a periodic checkpoint of `epoch` (`nn/last_<name>_ep_<epoch>_rew_<mean return>`)."""
+    rewards = agent.game_rewards.get_mean()[0] if agent.game_rewards.current_size > 0 else float("-inf")
+    return os.path.join(agent.nn_dir, f"last_{agent.config['name']}_ep_{epoch}_rew_{rewards}")
 
 
 def load_policy(job: PlayJob) -> Policy:

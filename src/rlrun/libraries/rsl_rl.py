@@ -3,30 +3,25 @@
 RSL-RL changes no process setting; it consumes the torch RNG, never closes its TensorBoard
 writer (closed here in `finally`), prints a table per iteration (redirected by the caller) and
 consumes its configuration dict (deep-copied per call). It has no categorical distribution, so
-it trains continuous (Box) tasks only. Checkpoints are `model_<iteration>.pt`, written atomically;
+it trains continuous (Box) tasks only. Checkpoints are `model_<iteration>.pt`, written atomically (a
+training stopped early is saved as of the last iteration whose update ran);
 RSL-RL's own loader uses `torch.load(weights_only=False)`, so rlrun first reads every checkpoint
 with `weights_only=True` and refuses files that do not pass.
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
-from rlrun.configs import RUN_KEYS
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
 
 IMPORTS = {"torch": ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")}
 ALGORITHMS = {"ppo": ("Box",)}
 DEFAULT_ALGORITHM = "ppo"
+LOGGERS: tuple[str, ...] = ()
 CHECKPOINT_KEYS = ("actor_state_dict", "critic_state_dict", "optimizer_state_dict", "iter")
-
-
-def run_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The `OnPolicyRunner` configuration: a deep copy without rlrun's run keys."""
-    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
@@ -112,18 +107,45 @@ def train(job: TrainJob) -> TrainOutcome:
         saved.append(job.save_checkpoint(Path(path).name, lambda temporary: write(temporary, infos), index + 1))
 
     runner.save = save  # RSL-RL writes model_<it>.pt with a bare torch.save; go through rlrun's atomic writer
+    updates = _count_updates(runner.alg)
     try:
         if job.resume_from is not None:
             # Weights, optimiser (and its learning rate), normaliser statistics and the iteration counter come
             # back; RSL-RL would repeat the saved iteration's number, so the count continues after it.
             runner.load(str(job.resume_from), map_location=job.device)
             runner.current_learning_iteration += 1
-        runner.learn(num_learning_iterations=job.max_iterations)
+        first = runner.current_learning_iteration
+        try:
+            runner.learn(num_learning_iterations=job.max_iterations)
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the runner has learned
+            last = first + updates[0] - 1  # the index of the last iteration whose update ran
+            if last >= 0:
+                try:
+                    runner.current_learning_iteration = last  # what RSL-RL writes as the checkpoint's `iter`
+                    save(f"model_{last}.pt")
+                except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                    stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+            raise
     finally:
         writer = getattr(runner.logger, "writer", None)
         if writer is not None:
             writer.close()  # RSL-RL stops only its W&B/Neptune writers; TensorBoard's thread would stay
     return TrainOutcome(iterations=runner.current_learning_iteration + 1, checkpoint=saved[-1] if saved else None)
+
+
+def _count_updates(algorithm: Any) -> list[int]:
+    """Count the algorithm's completed `update` calls (in a one-item list), so that a training stopped in
+    the middle of an iteration is saved at the last iteration whose update ran, not the one it was in."""
+    update = algorithm.update
+    count = [0]
+
+    def counted_update(*args: Any, **kwargs: Any) -> Any:
+        result = update(*args, **kwargs)
+        count[0] += 1
+        return result
+
+    algorithm.update = counted_update
+    return count
 
 
 def export_policy(job: PlayJob) -> Any:

@@ -8,8 +8,9 @@ and `episode` (return and length, as SB3's `VecMonitor` reports them); the other
 
 Process globals: given a seed, SB3's `set_random_seed` reseeds `random`, NumPy and torch and, on CUDA,
 sets cuDNN `deterministic=True, benchmark=False`; the scope's guards restore all of them. Importing SB3
-adds a warnings filter (an import effect, left in place). Its logger (the stdout table, which rlrun
-redirects, and a TensorBoard writer in the run directory) is closed in `finally`.
+adds a warnings filter, which rlrun's import phase drops (the caller's filters stay theirs). Its logger
+(the stdout table, which rlrun redirects, and a TensorBoard writer in the run directory) is closed in
+`finally`.
 
 Configuration: the algorithm's constructor keywords, plus the adapter's own keys `policy` (`MlpPolicy`),
 `save_interval` (iterations between checkpoints) and, for SAC and TD3, `noise_type` (`normal`,
@@ -23,7 +24,8 @@ Iterations (`--max_iterations`): for PPO and A2C, one rollout of `n_steps` steps
 cycle: `train_freq` steps per env, then `gradient_steps` updates (`train_freq` must count steps, not
 episodes).
 
-Checkpoints: SB3's own `.zip` (`model_<iterations>.zip`), written through rlrun's atomic writer and
+Checkpoints: SB3's own `.zip` (`model_<iterations>.zip`; a training stopped early is saved as of its
+last finished rollout), written through rlrun's atomic writer and
 read back with SB3's `load`, which reads the tensors with `torch.load(weights_only=True)` but unpickles
 (cloudpickle) the hyperparameters, spaces and schedules kept in the zip's `data` entry: load only files
 you trust. `check_checkpoint` reads the zip's entries and tensors without unpickling or building anything.
@@ -31,13 +33,11 @@ you trust. `check_checkpoint` reads the zip's entries and tensors without unpick
 
 from __future__ import annotations
 
-import copy
 import functools
 import time
 from pathlib import Path
 from typing import Any
 
-from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
@@ -45,6 +45,7 @@ from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unread
 IMPORTS = {"torch": ("stable_baselines3", "torch.utils.tensorboard")}
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "a2c": ("Box", "Discrete"), "sac": ("Box",), "td3": ("Box",)}
 DEFAULT_ALGORITHM = "ppo"
+LOGGERS: tuple[str, ...] = ()
 CLASS_NAMES = {"ppo": "PPO", "a2c": "A2C", "sac": "SAC", "td3": "TD3"}
 ADAPTER_KEYS = ("policy", "save_interval", "noise_type", "noise_std")
 """Configuration keys the adapter consumes; every other key is a keyword of the algorithm's constructor."""
@@ -57,11 +58,6 @@ POLICY_MODULES = {
     "stable_baselines3.td3.policies": "td3",
 }
 """The module of a saved model's policy class -> the algorithm that uses it."""
-
-
-def run_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The adapter's configuration: a deep copy without rlrun's run keys."""
-    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
@@ -399,11 +395,19 @@ def train(job: TrainJob) -> TrainOutcome:
     logger = configure(str(job.run_dir), ["stdout", "tensorboard"])
     try:
         model.set_logger(logger)
-        model.learn(
-            total_timesteps=job.max_iterations * env_steps_per_iteration(job.config, vec_env.num_envs),
-            callback=checkpoints,
-            reset_num_timesteps=job.resume_from is None,
-        )
+        try:
+            model.learn(
+                total_timesteps=job.max_iterations * env_steps_per_iteration(job.config, vec_env.num_envs),
+                callback=checkpoints,
+                reset_num_timesteps=job.resume_from is None,
+            )
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep the model as it is
+            if checkpoints.iterations > 0:  # named by the iterations whose rollout ended (their update ran)
+                try:
+                    save(checkpoints.iterations)
+                except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                    stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+            raise
         save(checkpoints.iterations)
     finally:
         logger.close()  # SB3 never closes it: TensorBoard's writer thread would stay

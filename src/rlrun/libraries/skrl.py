@@ -22,7 +22,8 @@ writer, and tqdm (its progress bar) starts a monitor thread: both are closed in 
 
 Checkpoints keep SKRL's names under `<run>/checkpoints/` (`agent_<timestep>.pt` for torch,
 `agent_<timestep>.pickle` for JAX, and `best_agent.*`), written through rlrun's atomic writer and
-recorded in run.json; the last timestep is always saved. Torch checkpoints are read with
+recorded in run.json; the last timestep is always saved, and a training stopped early is saved as of its
+last finished iteration. Torch checkpoints are read with
 `torch.load(weights_only=True)` before SKRL's loader (`weights_only=False`) sees them. JAX checkpoints
 are SKRL's pickle of one flax msgpack blob per module, which `torch.load` cannot read: rlrun unpickles
 them first with an unpickler that refuses every global (so no code can run) and parses each blob
@@ -31,7 +32,6 @@ with msgpack, before SKRL's loader (`pickle.load`) sees them.
 
 from __future__ import annotations
 
-import copy
 import functools
 import io
 import pickle
@@ -40,8 +40,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from rlrun.configs import RUN_KEYS
-from rlrun.errors import CorruptCheckpoint, InvalidArgument
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import attributes_guard, register, torch_backend_flags
 from rlrun.hermetic.registry import Guard, module_loaded
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
@@ -95,13 +94,14 @@ for _framework in ("torch", "jax", "warp"):
 
 
 def _jax_config_values() -> dict[str, Any]:
-    return dict(sys.modules["jax"].config.values)
+    return sys.modules["jax"].config.values  # a new dict on every read
 
 
 def _restore_jax_config(saved: dict[str, Any]) -> None:
     config = sys.modules["jax"].config
+    current = config.values  # rebuilt from every option on each read (133 in JAX 0.10): read it once
     for name, value in saved.items():
-        if config.values.get(name) != value:
+        if current.get(name) != value:
             config.update(name, value)
 
 
@@ -119,11 +119,6 @@ register(
 )
 
 # --- configuration ------------------------------------------------------------------------------------------
-
-
-def run_config(config: dict[str, Any]) -> dict[str, Any]:
-    """SKRL's runner configuration: a deep copy without rlrun's run keys."""
-    return {key: copy.deepcopy(value) for key, value in config.items() if key not in RUN_KEYS}
 
 
 def timesteps_per_iteration(config: dict[str, Any]) -> int:
@@ -238,6 +233,7 @@ class CheckpointWriter:
     `best_agent` is written before `agent_<timestep>` (both hold the same weights when SKRL has just
     found a new best), so that the newest checkpoint in run.json is the newest state. SKRL's trainer
     counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
+    A training stopped early is saved by `at_stop` as of the last timestep whose update ran.
     """
 
     def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
@@ -246,6 +242,8 @@ class CheckpointWriter:
         self.extension = EXTENSIONS[job.ml_framework]
         self.saved: list[Path] = []
         self.last_timestep: int | None = None
+        self.finished = 0
+        """Timesteps of this run whose `post_interaction` ran (see `count_timesteps`)."""
         (job.run_dir / CHECKPOINT_DIRECTORY).mkdir(exist_ok=True)  # SKRL makes it only for periodic checkpoints
 
     def __call__(self, *, timestep: int, timesteps: int) -> None:
@@ -266,6 +264,26 @@ class CheckpointWriter:
         write = functools.partial(_write_modules, self.job.ml_framework, modules)
         file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
         self.saved.append(self.job.save_checkpoint(file_name, write, timestep // self.per_iteration))
+
+    def count_timesteps(self) -> None:
+        """Count the timesteps whose `post_interaction` (where SKRL's agents update) ran, in `self.finished`."""
+        agent, post_interaction = self.agent, self.agent.post_interaction
+
+        def counted_post_interaction(*, timestep: int, timesteps: int) -> None:
+            post_interaction(timestep=timestep, timesteps=timesteps)
+            self.finished = timestep + 1
+
+        agent.post_interaction = counted_post_interaction
+
+    def at_stop(self, stop: BaseException, timesteps: int) -> None:
+        """Save the agent as it is when the training stops early, named as of the last iteration whose update
+        ran (an iteration is `per_iteration` timesteps); a fresh agent that has not finished one is not saved."""
+        timestep = self.finished // self.per_iteration * self.per_iteration
+        if self.first_timestep + timestep > 0:
+            try:
+                self(timestep=timestep, timesteps=timesteps)
+            except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
 
 
 def bootstrap_from_final_observations(agent: Any) -> None:
@@ -444,6 +462,50 @@ def _close(runner: Any, monitor: Any) -> None:
         tqdm.tqdm.monitor = monitor
 
 
+def _skrl_jitted_functions() -> dict[int, tuple[Any, int]]:
+    """SKRL's module-level jitted functions, by id, with the number of compiled entries each holds now."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "skrl" or name.startswith("skrl.")):
+            continue
+        for value in list(vars(module).values()):
+            if type(value).__name__ == "PjitFunction" and hasattr(value, "clear_cache"):
+                size = getattr(value, "_cache_size", None)
+                found[id(value)] = (value, size() if callable(size) else -1)
+    return found
+
+
+def _forget_jax_traces(before: dict[int, tuple[Any, int]]) -> None:
+    """Make JAX's caches let go of this call's agent; `before` is `_skrl_jitted_functions()` from the start.
+
+    SKRL's JAX agents jit module-level functions with the call's own objects as static arguments
+    (`_update_policy(policy_act=policy.act)`, `_update_value(value_act=...)`, the Adam step's optax
+    `transformation`). JAX keys its caches on static arguments and holds them strongly, so every call's
+    models, optimizer state and compiled executables stayed alive: +22-35 MB and about 6,000-9,000 objects
+    per call. Evicted here, what the call added: every SKRL function that gained compiled entries in the
+    call is cleared with its own `clear_cache()` (its executables and traced jaxprs; JAX also empties its
+    parameter-inference memo, refilled on the next cache miss), and two memos of `jax._src.pjit` whose keys
+    carry the argument tree (`_process_in_axis_resources`, `_check_and_canonicalize_out_shardings`) are
+    emptied. The caller's own jitted functions keep their compiled executables. Where a JAX version lacks
+    those names, `jax.clear_caches()` is used instead: correct, but the caller's jitted functions then
+    compile again on their next call. Never raises (it runs in `finally`).
+    """
+    jax = sys.modules.get("jax")
+    if jax is None:
+        return
+    try:
+        from jax._src import pjit
+
+        memos = (pjit._process_in_axis_resources, pjit._check_and_canonicalize_out_shardings)
+        for key, (function, size) in _skrl_jitted_functions().items():
+            if size < 0 or size > before.get(key, (None, 0))[1]:
+                function.clear_cache()
+        for memo in memos:
+            memo.cache_clear()
+    except Exception:  # JAX's internals moved: clear everything rather than keep every call's agent
+        jax.clear_caches()
+
+
 def train(job: TrainJob) -> TrainOutcome:
     """Run SKRL's `Runner` for `job.max_iterations` iterations, checkpointing through rlrun's writer."""
     import tqdm
@@ -455,6 +517,7 @@ def train(job: TrainJob) -> TrainOutcome:
         job.config, seed=job.seed, timesteps=timesteps, run_dir=job.run_dir, action_space=env.action_space
     )
     monitor = tqdm.tqdm.monitor
+    jitted = _skrl_jitted_functions() if job.ml_framework == "jax" else None
     runner = None
     try:
         runner = make_runner(env, config, job.ml_framework)
@@ -468,16 +531,56 @@ def train(job: TrainJob) -> TrainOutcome:
         )
         agent = runner.agent
         checkpoints = agent.write_checkpoint = CheckpointWriter(agent, job, per_iteration)
+        checkpoints.count_timesteps()
         bootstrap_from_final_observations(agent)
         if job.resume_from is not None:
             _check_framework_of(job.resume_from, job.ml_framework)
-            agent.load(str(job.resume_from))
-        runner.run("train")
+            _load_checkpoint(agent, job.resume_from)
+        try:
+            runner.run("train")
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the agent has learned
+            checkpoints.at_stop(stop, timesteps)
+            raise
         if checkpoints.last_timestep != timesteps:  # SKRL saves every checkpoint_interval timesteps only
             checkpoints(timestep=timesteps, timesteps=timesteps)
     finally:
         _close(runner, monitor)
+        if jitted is not None:
+            _forget_jax_traces(jitted)
     return TrainOutcome(iterations=job.resume_iteration + job.max_iterations, checkpoint=checkpoints.saved[-1])
+
+
+def _load_checkpoint(agent: Any, path: Path) -> None:
+    """SKRL's `agent.load`; a checkpoint of another task (other observation or action sizes) is refused in one
+    line. Torch refuses such weights itself; flax takes them silently, so the JAX parameters' shapes are
+    compared before and after."""
+    before = _parameter_shapes(agent)
+    try:
+        agent.load(str(path))
+    except (RuntimeError, ValueError, KeyError) as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+        detail = next((line for line in lines[1:] if "mismatch" in line or "key(s)" in line), "")
+        raise UnsupportedTask(
+            f"checkpoint {str(path)!r} does not fit this task ({' '.join([lines[0], detail]).strip()[:300]}); "
+            "pass the --task it was trained on, or another checkpoint."
+        ) from None
+    for name, shapes in _parameter_shapes(agent).items():
+        if shapes != before.get(name, shapes):
+            raise UnsupportedTask(
+                f"checkpoint {str(path)!r} does not fit this task (its {name!r} parameters have other shapes); "
+                "pass the --task it was trained on, or another checkpoint."
+            )
+
+
+def _parameter_shapes(agent: Any) -> dict[str, Any]:
+    """The shapes of the JAX agent's module parameters, by module name (empty for torch agents)."""
+    jax = sys.modules.get("jax")
+    shapes = {}
+    for name, module in getattr(agent, "checkpoint_modules", {}).items():
+        params = getattr(getattr(module, "state_dict", None), "params", None)
+        if jax is not None and params is not None:
+            shapes[name] = jax.tree_util.tree_map(lambda leaf: tuple(getattr(leaf, "shape", ())), params)
+    return shapes
 
 
 def load_policy(job: PlayJob) -> Policy:
@@ -500,7 +603,7 @@ def _agent(job: PlayJob) -> tuple[Any, Any]:
     )
     config["agent"]["experiment"].update(write_interval=0, checkpoint_interval=0)  # no writer, no directory
     agent = make_runner(env, config, job.ml_framework).agent
-    agent.load(str(job.checkpoint))
+    _load_checkpoint(agent, job.checkpoint)
     agent.enable_training_mode(False, apply_to_models=True)
     return agent, env
 
