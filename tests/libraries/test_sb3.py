@@ -381,3 +381,23 @@ def weights(checkpoint):
 @pytest.mark.slow
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
     assert_order_independent(tmp_path, {"library": "sb3", **A}, {"library": "sb3", **B}, weights)
+
+
+def test_resuming_from_a_copied_checkpoint_of_another_task_is_one_user_error(tmp_path):
+    import shutil
+
+    import rlrun
+    from rlrun.errors import UnsupportedTask
+
+    small = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
+    common = {"library": "sb3", "num_envs": 2, "max_iterations": 1, "overrides": small}
+    trained = rlrun.train(rlrun.TrainRequest(task="rlrun/Pendulum-v1", log_root=str(tmp_path / "a"), **common))
+    copy = tmp_path / "elsewhere" / trained.checkpoint.name
+    copy.parent.mkdir()
+    shutil.copy(trained.checkpoint, copy)
+    request = rlrun.TrainRequest(
+        task="rlrun/CartPoleContinuous-v1", resume=True, checkpoint=str(copy), log_root=str(tmp_path / "b"), **common
+    )
+    with pytest.raises(UnsupportedTask, match="does not fit this task") as caught:
+        rlrun.train(request)
+    assert "\n" not in str(caught.value)

@@ -370,7 +370,14 @@ def _model(job: TrainJob, vec_env: Any) -> Any:
         return cls(job.config.get("policy", "MlpPolicy"), vec_env, seed=job.seed, device=job.device, **kwargs)
     _check_saved_algorithm(job.resume_from, job.algorithm)
     kwargs.pop("policy_kwargs", None)  # the network is the checkpoint's; SB3 refuses other policy_kwargs
-    model = cls.load(job.resume_from, env=vec_env, device=job.device, **kwargs)
+    try:
+        model = cls.load(job.resume_from, env=vec_env, device=job.device, **kwargs)
+    except ValueError as error:  # SB3 checks the saved spaces against the env's: another task's checkpoint
+        reason = " ".join(str(error).split())[:300]
+        raise UnsupportedTask(
+            f"checkpoint {str(job.resume_from)!r} does not fit this task ({reason}); "
+            "pass the --task it was trained on, or another checkpoint."
+        ) from None
     model.set_random_seed(job.seed)
     return model
 
