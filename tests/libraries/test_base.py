@@ -67,3 +67,18 @@ def test_an_incomplete_adapter_is_refused_when_loaded_naming_what_it_lacks(monke
 def test_action_spaces_are_the_union_over_the_adapters_algorithms():
     assert get_library("rsl_rl").action_spaces == ("Box",)
     assert set(get_library("sb3").action_spaces) == {"Box", "Discrete"}
+
+
+@pytest.mark.parametrize("library", ["rsl_rl", "rl_games"])
+def test_a_checkpoint_with_a_refused_object_names_it_and_not_torchs_unsafe_advice(library, tmp_path):
+    import io
+
+    import torch
+
+    path = tmp_path / "foreign.pt"
+    torch.save({"model": {}, "actor_state_dict": {}, "smuggled": io.BytesIO}, path)
+    with pytest.raises(CorruptCheckpoint) as caught:
+        load_adapter(get_library(library)).check_checkpoint(path)
+    message = str(caught.value)
+    assert "_io.BytesIO" in message and "weights_only=True" in message
+    assert "two options" not in message and "\x1b" not in message and "\n" not in message

@@ -148,9 +148,23 @@ class PlayJob:
 
 def unreadable(path: Path, what: str, error: BaseException) -> CorruptCheckpoint:
     """The error for a checkpoint file that a reader failed on, whatever it raised (a damaged file makes
-    unpicklers raise anything from `EOFError` to `IndexError`): its path, size and the reader's first line."""
+    unpicklers raise anything from `EOFError` to `IndexError`): its path, size, the reader's reason and the fix.
+
+    torch's weights-only loader explains how to load the file unsafely; rlrun gives its reason (the object it
+    refused) instead, and says what the file is not."""
+    import re
+
     size = path.stat().st_size if path.exists() else 0
-    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
+    refused = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\.\s|\n|$)", text)
+    if refused:
+        reason = (
+            f"it holds an object that is not tensors, numbers or containers ({refused.group(1).strip()}); "
+            "rlrun loads checkpoints with torch.load(weights_only=True), so pass a checkpoint that rlrun or the "
+            "library wrote"
+        )
+    else:
+        reason = text.splitlines()[0] if text else type(error).__name__
     return CorruptCheckpoint(f"checkpoint {str(path)!r} ({size} bytes) cannot be read as {what}: {reason}")
 
 
