@@ -63,8 +63,11 @@ class Executor(ABC):
     (normally, on an exception or on Ctrl-C) stops every worker it started and frees what it holds."""
 
     name: str
+    _closed: bool = False
+    _running: bool = False
+    exclusive = True
+    """Whether one run at a time (a pool's workers or a Ray instance serve one run); inline runs nest."""
 
-    @abstractmethod
     def run(
         self,
         function: Callable[[Any], Any],
@@ -73,6 +76,21 @@ class Executor(ABC):
     ) -> Iterator[Finished]:
         """Run `function(item)` for every item (a module-level, picklable function); call `on_start(index)`
         when an item starts (in this process); yield each `Finished` as it comes."""
+        if self._closed:
+            raise RuntimeError("this executor is closed")
+        if self.exclusive and self._running:
+            raise RuntimeError("this executor is already running items: one run at a time")
+        self._running = self.exclusive
+        return self._run(function, items, on_start)
+
+    @abstractmethod
+    def _run(
+        self,
+        function: Callable[[Any], Any],
+        items: Sequence[Any],
+        on_start: Callable[[int], None] | None,
+    ) -> Iterator[Finished]:
+        """The executor's own loop (a generator); its `finally` sets `_running` back to False."""
 
     @abstractmethod
     def close(self) -> None:

@@ -21,19 +21,10 @@ class InlineExecutor(Executor):
     """
 
     name = "inline"
+    exclusive = False
 
     def __init__(self) -> None:
         self._closed = False
-
-    def run(
-        self,
-        function: Callable[[Any], Any],
-        items: Sequence[Any],
-        on_start: Callable[[int], None] | None = None,
-    ) -> Iterator[Finished]:
-        if self._closed:
-            raise RuntimeError("this executor is closed")
-        return self._run(function, items, on_start)
 
     def _run(
         self,

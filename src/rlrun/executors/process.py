@@ -227,19 +227,6 @@ class ProcessExecutor(Executor):
         """The process ids of the live workers (for tests and diagnostics)."""
         return tuple(worker.process.pid for worker in self._pool.workers)
 
-    def run(
-        self,
-        function: Callable[[Any], Any],
-        items: Sequence[Any],
-        on_start: Callable[[int], None] | None = None,
-    ) -> Iterator[Finished]:
-        if self._closed:
-            raise RuntimeError("this executor is closed")
-        if self._running:
-            raise RuntimeError("this executor is already running items: one run at a time")
-        self._running = True
-        return self._run(function, items, on_start)
-
     def close(self) -> None:
         self._closed = True
         self._finalizer()  # runs `_pool.shutdown` once, and unregisters it from the interpreter's exit

@@ -102,19 +102,6 @@ class RayExecutor(Executor):
 
     # --- public -------------------------------------------------------------------------------------------------
 
-    def run(
-        self,
-        function: Callable[[Any], Any],
-        items: Sequence[Any],
-        on_start: Callable[[int], None] | None = None,
-    ) -> Iterator[Finished]:
-        if self._closed:
-            raise RuntimeError("this executor is closed")
-        if self._running:
-            raise RuntimeError("this executor is already running items: one run at a time")
-        self._running = True
-        return self._run(function, items, on_start)
-
     def close(self) -> None:
         if self._closed:
             return
