@@ -36,6 +36,9 @@ class EpisodeStatistics(VectorWrapper):
         self.episode_lengths = []
         self._returns = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
         self._lengths = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
+        self._done = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        cpu = self._returns.device.type == "cpu"
+        self._views = (self._returns.numpy(), self._lengths.numpy(), self._done.numpy()) if cpu else None
 
     @property
     def device(self) -> torch.device:
@@ -60,14 +63,21 @@ class EpisodeStatistics(VectorWrapper):
         """Step the env, update the running statistics, record finished episodes, call `on_step`."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.env_steps += self.num_envs
-        self._returns += reward
-        self._lengths += 1
-        ended = torch.nonzero(terminated | truncated).squeeze(1)
-        if len(ended) > 0:
-            self.episode_returns.extend(self._returns[ended].tolist())
-            self.episode_lengths.extend(self._lengths[ended].tolist())
-            self._returns[ended] = 0.0
-            self._lengths[ended] = 0
+        if self._views is not None:  # on the CPU, NumPy views of the same memory: a third of torch's dispatch cost
+            returns, lengths, done = self._views
+            np.add(returns, reward.numpy(), out=returns)
+            lengths += 1
+            np.logical_or(terminated.numpy(), truncated.numpy(), out=done)
+        else:
+            returns, lengths, done = self._returns, self._lengths, self._done
+            returns.add_(reward)
+            lengths.add_(1)
+            torch.logical_or(terminated, truncated, out=done)
+        if done.any():  # one host sync per step; the boolean mask keeps env-index order
+            self.episode_returns.extend(returns[done].tolist())
+            self.episode_lengths.extend(lengths[done].tolist())
+            returns[done] = 0.0
+            lengths[done] = 0
         if self.on_step is not None:
             self.on_step(self)
         return obs, reward, terminated, truncated, info
