@@ -11,6 +11,9 @@ import os
 import pytest
 
 os.environ["RLRUN_CHECK_LEAKS"] = "1"
+# onnxruntime's telemetry threads open and close an eventfd and sockets every few seconds once it is
+# imported; the leak detector's fd census would see them come and go in unrelated tests.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 import support
 

@@ -175,10 +175,29 @@ def check_name(value: str, what: str) -> str:
     return value
 
 
+MAX_PATH_PART = 255
+"""Bytes in one file or folder name (NAME_MAX on Linux)."""
+
+
+def check_path(value: str | os.PathLike[str], flag: str) -> Path:
+    """`value` as a path no filesystem call will refuse outright (a NUL byte, a name over 255 bytes); else
+    `InvalidArgument` naming the flag, the offending part and the fix."""
+    text = os.fspath(value)
+    if "\x00" in text:
+        raise InvalidArgument(f"{flag} {text!r} holds a NUL byte, which no path can; remove it.")
+    for part in Path(text).parts:
+        if len(os.fsencode(part)) > MAX_PATH_PART:
+            raise InvalidArgument(
+                f"{flag}: the name {part[:40]!r}... is {len(os.fsencode(part))} bytes long; a file or folder name "
+                f"holds at most {MAX_PATH_PART}: shorten it."
+            )
+    return Path(text)
+
+
 def check_log_root(log_root: str | os.PathLike[str], flag: str = "--log_root") -> Path:
     """The log root as an absolute path, if rlrun can make run directories under it; else `InvalidArgument`
     naming the part that is in the way (a file, or a folder this process may not write to). Makes nothing."""
-    root = Path(log_root).absolute()
+    root = check_path(log_root, flag).absolute()
     existing = root
     while not existing.exists():
         if existing.parent == existing:

@@ -29,7 +29,7 @@ from rlrun import runs
 from rlrun.api.cells import Cell, cell_key, run_cell
 from rlrun.api.iterations import IterationRow
 from rlrun.api.planning import import_core, plan_train
-from rlrun.api.requests import TrainRequest
+from rlrun.api.requests import TrainRequest, checked_fields
 from rlrun.errors import InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call, hermetic_call
 
@@ -40,6 +40,7 @@ SECONDS_BUDGET_ITERATIONS = 10**7
 MAX_CELLS = 100_000
 
 
+@checked_fields
 @dataclass(frozen=True)
 class BenchRun:
     """One row of a comparison: a library with its algorithm and framework, and optionally a named set of
@@ -66,6 +67,7 @@ class BenchRun:
         return cls(*parts)  # type-checked by planning
 
 
+@checked_fields
 @dataclass(frozen=True)
 class BenchRequest:
     """A bench: the product of tasks x runs x seeds, trained with one budget, run on one executor."""
@@ -143,7 +145,7 @@ def load_spec(path: str | Path, **overrides: Any) -> BenchRequest:
     keyword arguments that are not None replace the spec's values."""
     import yaml
 
-    source = Path(path)
+    source = runs.check_path(path, "bench spec")
     if not source.is_file():
         raise InvalidArgument(f"bench spec {str(source)!r} is not a file; pass a YAML spec or use --tasks/--libraries.")
     try:
@@ -275,13 +277,17 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
         raise InvalidArgument(f"--address is for --executor ray, not {request.executor!r}: add --executor ray.")
     if request.executor == "ray" and not _has("ray"):
         raise MissingDependency("--executor ray needs Ray, which is not installed: pip install 'rlrun[ray]'.")
+    for flag, value, low in (("--num_cpus", request.num_cpus, 0.0), ("--num_gpus", request.num_gpus, -1e-12)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= low:
+            bound = "positive" if low == 0.0 else "0 or more"
+            raise InvalidArgument(f"{flag} {value!r} must be a number, {bound}.")
     if (
         isinstance(request.eval_episodes, bool)
         or not isinstance(request.eval_episodes, int)
         or request.eval_episodes < 0
     ):
         raise InvalidArgument(f"--eval_episodes {request.eval_episodes!r} must be 0 or a positive integer.")
-    out = Path(request.out).absolute()
+    out = runs.check_path(request.out, "--out").absolute()
     if out.exists() and not out.is_dir():
         raise InvalidArgument(f"--out {str(out)!r} is a file; pass a folder for the bench's results.")
     runs.check_log_root(out, "--out")

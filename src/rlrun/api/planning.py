@@ -15,6 +15,7 @@ import importlib.util
 import os
 import re
 import secrets
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,9 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     agent, environment = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
     num_envs = request.num_envs or agent.get("num_envs", 1)
     _check_int(num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
+    _check_int(agent.get("max_iterations"), "the number of iterations", minimum=1, flag="agent.max_iterations")
+    if request.seed is None and agent.get("seed") != -1:
+        _check_int(agent.get("seed"), "the seed", minimum=0, maximum=MAX_SEED, flag="agent.seed")
     library_config = configs.library_config(agent)
     return TrainPlan(
         **_task_fields(target, request, environment, num_envs, _resolve_seed(request.seed, agent.get("seed"))),
@@ -207,7 +211,8 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
     if request.format != "both" and request.format not in EXPORT_FORMATS:
         choices = ", ".join([*EXPORT_FORMATS, "both"])
         raise InvalidArgument(
-            f"--format {request.format!r} is not one of {choices}.{did_you_mean(str(request.format), choices)}"
+            f"--format {request.format!r} is not one of {choices}."
+            f"{did_you_mean(str(request.format), [*EXPORT_FORMATS, 'both'])}"
         )
     _check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
     target = _target(call, request)
@@ -257,7 +262,9 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
         raise InvalidArgument(
             f"the zero and random agents have no agent configuration: drop {'agent.' + scoped['agent'][0]!r}."
         )
-    environment = configs.apply_overrides(env_config(task), scoped["env"], scope="env")
+    with env_errors(task):
+        defaults = env_config(task)
+    environment = configs.apply_overrides(defaults, scoped["env"], scope="env")
     return AgentPlan(
         task=task,
         device=_resolve_device(request.device),
@@ -386,7 +393,7 @@ def _target(call: Call, request: LibraryRequest) -> _Target:
     )
 
 
-CASE_FREE_FIELDS = ("library", "algorithm", "ml_framework", "format", "vectorization")
+CASE_FREE_FIELDS = ("library", "algorithm", "ml_framework", "format", "vectorization", "device")
 """Fields whose values are names, compared without regard to case everywhere (`PPO`, `JAX`, `ONNX`)."""
 
 
@@ -418,7 +425,34 @@ def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = Non
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
 
 
+def _check_field_types(request: Any) -> None:
+    """Every field of a request holds a value of its declared type (the API has no argparse to convert)."""
+    import typing
+
+    hints = typing.get_type_hints(type(request))
+    for item in dataclasses.fields(request):
+        value, kind = getattr(request, item.name), hints[item.name]
+        allowed = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
+        plain = tuple(typing.get_origin(option) or option for option in allowed)
+        if bool not in plain and isinstance(value, bool) and int in plain:
+            ok = False
+        else:
+            ok = any(option is type(None) and value is None for option in allowed) or isinstance(
+                value, tuple(option for option in plain if option is not type(None))
+            )
+        if ok and isinstance(value, tuple):
+            ok = all(isinstance(word, str) for word in value)
+        if not ok:
+            names = " or ".join(getattr(option, "__name__", str(option)) for option in plain)
+            names = names.replace("NoneType", "None")
+            raise InvalidArgument(
+                f"{type(request).__name__}.{item.name} must be {names}, not {value!r}; "
+                f"pass {item.name}= a value of that type."
+            )
+
+
 def _check_common(request: TaskRequest) -> None:
+    _check_field_types(request)
     if not isinstance(request.task, str) or not request.task:
         raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
     _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
@@ -542,6 +576,8 @@ def _resolve_checkpoint(
     target: _Target, request: LibraryRequest, selector: str, framework: str | None = None
 ) -> tuple[Path, runs.Run | None]:
     """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
+    if selector not in runs.SELECTORS:
+        runs.check_path(selector, "--checkpoint")
     wanted = {
         "algorithm": request.algorithm and request.algorithm.lower(),
         "ml_framework": request.ml_framework or framework,
@@ -635,7 +671,8 @@ def _configs(
         environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
     else:
         agent = configs.load_agent_config(target.library.name, algorithm, target.task)
-        environment = env_config(target.task)
+        with env_errors(target.task):
+            environment = env_config(target.task)
     return (
         configs.apply_overrides(agent, scoped["agent"], scope="agent"),
         configs.apply_overrides(environment, scoped["env"], scope="env"),

@@ -31,11 +31,14 @@ EXPORT_FORMATS = {"onnx": "policy.onnx", "torchscript": "policy.pt"}
 """Export format -> the file it writes in `<run_dir>/exported/`."""
 
 
-def _checked_fields(cls: RequestType) -> RequestType:
-    """Make building a request with a field it lacks (or without `task`) a `UnknownField` user error
-    naming the nearest field, instead of the dataclass's bare `TypeError`."""
+def checked_fields(cls: RequestType) -> RequestType:
+    """Make building a request with a field it lacks, or without a required one, a `UnknownField` user error
+    naming the nearest field, instead of the dataclass's bare `TypeError`. (Also used for the bench's
+    request types.)"""
     init = cls.__init__
-    names = [item.name for item in dataclasses.fields(cls)]
+    fields = dataclasses.fields(cls)
+    names = [item.name for item in fields]
+    required = [item.name for item in fields if item.default is dataclasses.MISSING]
 
     @functools.wraps(init)
     def checked_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -45,15 +48,16 @@ def _checked_fields(cls: RequestType) -> RequestType:
                 f"{cls.__name__} has no field {unknown[0]!r}.{did_you_mean(unknown[0], names, listing=0)} "
                 f"Its fields: {', '.join(names)}."
             )
-        if not args and "task" not in kwargs:
-            raise UnknownField(f"{cls.__name__} needs a task: {cls.__name__}(task='rlrun/CartPole-v1', ...).")
+        missing = [name for name in required[len(args) :] if name not in kwargs]
+        if missing:
+            raise UnknownField(f"{cls.__name__} needs {missing[0]}: {cls.__name__}({missing[0]}=..., ...).")
         init(self, *args, **kwargs)
 
     setattr(cls, "__init__", checked_init)  # noqa: B010 - assigning to a method is what mypy refuses
     return cls
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class TaskRequest:
     """What every call that runs a task is told. `None` means the tuned default of the task (and library)."""
@@ -83,7 +87,7 @@ class TaskRequest:
     """The command line that made this request (set by the CLI; recorded in run.json)."""
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class LibraryRequest(TaskRequest):
     """What every call that drives an RL library is told, besides the task."""
@@ -104,7 +108,7 @@ class LibraryRequest(TaskRequest):
     """Pass the library's own console output through instead of writing it to `console.log`."""
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class TrainRequest(LibraryRequest):
     """What to train. `checkpoint` and `load_run` apply with `resume` only."""
@@ -121,7 +125,7 @@ class TrainRequest(LibraryRequest):
     """Ask torch for deterministic algorithms (slower; CUDA needs it to be reproducible)."""
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class PlayRequest(LibraryRequest):
     """What to evaluate: a trained checkpoint, run for `num_episodes` episodes (video: the first steps)."""
@@ -136,7 +140,7 @@ class PlayRequest(LibraryRequest):
     """Act with the policy's mean action; False (`--stochastic`) samples from the policy's distribution."""
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class ExportRequest(LibraryRequest):
     """What to export: a trained checkpoint's deterministic policy, observation normalisation included."""
@@ -153,7 +157,7 @@ class ExportRequest(LibraryRequest):
     """Steps of the task whose observations check each exported file against the live policy."""
 
 
-@_checked_fields
+@checked_fields
 @dataclass(frozen=True)
 class AgentRequest(TaskRequest):
     """Run a task with zero or random actions, no library involved: a smoke test of the task itself."""

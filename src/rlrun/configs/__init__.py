@@ -101,6 +101,9 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
 
 RATE_KEY = re.compile(r"(^|_)(learning_rate|lr)$")
 """Keys of learning rates: a rate must be a positive number (every library's optimiser refuses others)."""
+COUNT_KEY = re.compile(r"(^|_)(num|n)(_|$)|steps|epochs|rollouts|horizon|batches|batch_size|minibatch")
+"""Keys of counts (rollout lengths, epochs, minibatches): where the default is at least 1, so is the value
+(the libraries divide by them or build empty batches: a ZeroDivisionError deep in an update otherwise)."""
 
 
 def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> None:
@@ -123,6 +126,9 @@ def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> No
     rate = RATE_KEY.search(last) and isinstance(old, numbers) and not isinstance(old, bool)
     if rate and isinstance(new, numbers) and not isinstance(new, bool) and not new > 0:
         raise InvalidArgument(f"override {shown}: a learning rate must be positive (the default is {old!r}).")
+    count = COUNT_KEY.search(last) and isinstance(old, int) and not isinstance(old, bool) and old >= 1
+    if count and isinstance(new, int) and not isinstance(new, bool) and new < 1:
+        raise InvalidArgument(f"override {shown}: this count must be at least 1 (the default is {old!r}).")
     if isinstance(old, list):
         if not isinstance(new, list):
             raise InvalidArgument(f"override {shown} expects a list, like the default {old!r}.")

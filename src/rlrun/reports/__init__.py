@@ -82,7 +82,13 @@ def preload() -> None:
 def results_path(out_dir: Path | str) -> Path:
     """`<out_dir>/results.jsonl`; `InvalidArgument` (one line: the path and the fix) when it is not there."""
     path = Path(out_dir) / RESULTS_FILE
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except (OSError, ValueError) as error:  # a name too long for the filesystem, a NUL byte
+        raise InvalidArgument(
+            f"the folder {str(out_dir)[:80]!r} cannot be a path here ({error}); pass a bench's --out."
+        ) from None
+    if not found:
         raise InvalidArgument(
             f"no {RESULTS_FILE} in {str(out_dir)!r}: pass the --out folder of a bench (`rlrun bench ... --out "
             f"{out_dir}` writes it)."
