@@ -42,6 +42,7 @@ HEAVY_MODULES = (
     "matplotlib.figure",
     "matplotlib.backends.backend_agg",
     "matplotlib.backends.backend_svg",
+    "rlrun.reports.fonts",
 )
 
 __all__ = [
