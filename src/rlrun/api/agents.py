@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlrun import rollout
-from rlrun.api.call import Video, play_result, session, video_prefix
+from rlrun.api.call import Video, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_agent
 from rlrun.api.requests import AgentRequest, PlayResult
 from rlrun.hermetic import Call, hermetic_call
@@ -38,13 +38,4 @@ def agent_in_call(call: Call, request: AgentRequest, kind: str, progress: Progre
         policy = rollout.zero_policy(env) if kind == "zero" else rollout.random_policy(env, plan.seed)
         if progress is not None:
             progress.start(f"{kind} agent {plan.task}", request.max_steps and request.max_steps * plan.num_envs, None)
-        episodes = rollout.evaluate(
-            env,
-            policy,
-            num_episodes=plan.num_episodes,
-            max_steps=plan.max_steps,
-            seed=plan.seed,
-            progress=progress,
-        )
-        env.close()  # writes the video
-        return play_result(plan, kind, episodes, video)
+        return play_result(plan, kind, run_episodes(env, policy, plan, progress), video)

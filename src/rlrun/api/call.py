@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import rollout
-from rlrun.api.planning import LibraryPlan, TaskPlan, env_errors
+from rlrun.api.planning import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, env_errors
 from rlrun.api.requests import PlayResult
 from rlrun.errors import UnsupportedTask
 from rlrun.hermetic import Call, fresh_torch_state
@@ -123,6 +123,20 @@ def console(plan: LibraryPlan, run_dir: Path | None = None) -> Iterator[None]:
             stack.callback(setattr, logger, "handlers", logger.handlers)
             logger.handlers = [handler]
         yield
+
+
+def run_episodes(env: Any, policy: Any, plan: AgentPlan | PlayPlan, progress: Progress | None) -> rollout.Episodes:
+    """Run `policy` for the plan's episodes (or steps) and close the env, which writes its video."""
+    episodes = rollout.evaluate(
+        env,
+        policy,
+        num_episodes=plan.num_episodes,
+        max_steps=plan.max_steps,
+        seed=plan.seed,
+        progress=progress,
+    )
+    env.close()  # writes the video
+    return episodes
 
 
 def play_result(

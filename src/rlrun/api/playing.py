@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rlrun import rollout
-from rlrun.api.call import Video, console, play_result, session, video_prefix
+from rlrun.api.call import Video, console, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_play
 from rlrun.api.requests import PlayRequest, PlayResult
 from rlrun.hermetic import Call, hermetic_call
@@ -40,13 +39,5 @@ def play_in_call(call: Call, request: PlayRequest, progress: Progress | None = N
         env = opened.instrument(video)
         if progress is not None:
             progress.start(f"play {plan.library.name} {plan.task}", None, None)
-        episodes = rollout.evaluate(
-            env,
-            policy,
-            num_episodes=plan.num_episodes,
-            max_steps=plan.max_steps,
-            seed=plan.seed,
-            progress=progress,
-        )
-        env.close()  # writes the video
+        episodes = run_episodes(env, policy, plan, progress)
         return play_result(plan, plan.library.name, episodes, video, plan.checkpoint)
