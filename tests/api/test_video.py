@@ -11,11 +11,21 @@ from support import SHORT_RUNS, SMALL_RSL_RL
 
 
 def frames(path):
-    """Decode every frame of an mp4 with moviepy, the library that wrote it."""
+    """Decode every frame of an mp4 with moviepy, the library that wrote it.
+
+    moviepy 2.2's reader closes ffmpeg's pipes only when ffmpeg is still running at `close()`; when ffmpeg
+    has already exited (a race with the decoding), the pipes are left to the garbage collector, which
+    warns (`ResourceWarning`, an error in this suite). The helper holds the process and closes them."""
     from moviepy import VideoFileClip
 
     with VideoFileClip(str(path)) as clip:
-        return list(clip.iter_frames())
+        process = clip.reader.proc
+        decoded = list(clip.iter_frames())
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+    process.wait()
+    return decoded
 
 
 def clip_lengths(video_length):
