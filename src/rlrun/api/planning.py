@@ -434,13 +434,15 @@ def _check_field_types(request: Any) -> None:
         value, kind = getattr(request, item.name), hints[item.name]
         allowed = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
         plain = tuple(typing.get_origin(option) or option for option in allowed)
+        if tuple in plain:
+            plain = (*plain, list)  # a list of words is as good as a tuple (and what JSON gives)
         if bool not in plain and isinstance(value, bool) and int in plain:
             ok = False
         else:
             ok = any(option is type(None) and value is None for option in allowed) or isinstance(
                 value, tuple(option for option in plain if option is not type(None))
             )
-        if ok and isinstance(value, tuple):
+        if ok and isinstance(value, tuple | list):
             ok = all(isinstance(word, str) for word in value)
         if not ok:
             names = " or ".join(getattr(option, "__name__", str(option)) for option in plain)
