@@ -219,11 +219,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
-    with warnings.catch_warnings(record=True) as caught:
-        code = _main(arguments, stderr)
-    if code != 2:
-        for held in caught:
-            warnings.showwarning(held.message, held.category, held.filename, held.lineno, held.file, held.line)
+    code = 130
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            code = _main(arguments, stderr)
+        if code != 2:
+            for held in caught:
+                warnings.showwarning(held.message, held.category, held.filename, held.lineno, held.file, held.line)
+    except KeyboardInterrupt:
+        # A further Ctrl-C while the error line is printed or the warnings are replayed: the exit code stands.
+        return code if code in (130, 143) else 130
     return code
 
 
