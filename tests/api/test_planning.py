@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 import rlrun
-from rlrun.api import planning
+from rlrun.api import planning, plans
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import hermetic_call
 
@@ -28,7 +28,7 @@ def test_a_train_plan_is_complete_and_frozen(log_root):
 def test_an_agent_plan_has_its_own_type(log_root):
     with hermetic_call() as call:
         plan = planning.plan_agent(call, rlrun.AgentRequest(task="rlrun/Pendulum-v1", max_steps=5), "random")
-    assert isinstance(plan, planning.AgentPlan) and not isinstance(plan, planning.LibraryPlan)
+    assert isinstance(plan, plans.AgentPlan) and not isinstance(plan, plans.LibraryPlan)
     assert plan.kind == "random" and plan.max_steps == 5 and plan.num_episodes is None
 
 

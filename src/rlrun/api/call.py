@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import rollout
-from rlrun.api.planning import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, env_errors
+from rlrun.api.planning import env_errors
+from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan
 from rlrun.api.requests import PlayResult
 from rlrun.errors import UnsupportedTask
 from rlrun.hermetic import Call, fresh_torch_state

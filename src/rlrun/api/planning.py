@@ -1,6 +1,6 @@
 """Planning: a request validated into a complete, typed plan before anything changes.
 
-Each call kind has its plan type (`TrainPlan`, `PlayPlan`, `ExportPlan`, `AgentPlan`), built once
+Each call kind has its plan type (`rlrun.api.plans`: TrainPlan, PlayPlan, ExportPlan, AgentPlan), built once
 and whole: every number checked, the task resolved, the library chosen and imported, the device,
 seed, checkpoint, algorithm, framework and configurations settled. Planning imports what the call
 will need (import effects belong to the import, see `rlrun.hermetic.scope`) but changes nothing
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rlrun import configs, runs
+from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
     EXPORT_FORMATS,
     VECTORIZATION_MODES,
@@ -55,90 +56,6 @@ RequestT = TypeVar("RequestT", bound=TaskRequest)
 
 MAX_NUM_ENVS = 1 << 20
 MAX_SEED = 2**32 - 1
-
-
-# --- plans --------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskPlan:
-    """What every call that runs a task has settled."""
-
-    task: str
-    """The resolved Gymnasium id."""
-    device: str
-    log_root: Path
-    experiment: str
-    env_config: dict[str, Any]
-    """The task's keyword arguments, overrides applied."""
-    num_envs: int
-    seed: int
-    vectorization: str
-    video: bool
-    video_length: int
-    threads: int
-    """torch intra-op threads inside the call (`pick_threads`)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class AgentPlan(TaskPlan):
-    """A zero or random agent's run: no library, no checkpoint."""
-
-    kind: str
-    """`zero` or `random`."""
-    num_episodes: int | None
-    max_steps: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class LibraryPlan(TaskPlan):
-    """What every call that drives an RL library has settled besides the task."""
-
-    library: Library
-    adapter: Adapter
-    algorithm: str
-    ml_framework: str
-    agent_config: dict[str, Any]
-    """The whole agent configuration, rlrun's run keys included (written to `params/agent.yaml`)."""
-    library_config: dict[str, Any]
-    """The library's own part of `agent_config` (`configs.library_config`), what the adapter receives."""
-    checkpoint_run: runs.Run | None
-    """The run the checkpoint belongs to, if it is in one."""
-    verbose: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainPlan(LibraryPlan):
-    """A training run."""
-
-    max_iterations: int
-    env_steps_per_iteration: int
-    resume_from: Path | None
-    resume_iteration: int
-    """The iteration the parent run recorded for `resume_from` (0 for none or a file outside a run)."""
-    run_name: str | None
-    deterministic: bool
-    video_interval: int
-    argv: tuple[str, ...] | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlayPlan(LibraryPlan):
-    """An evaluation of a checkpoint."""
-
-    checkpoint: Path
-    num_episodes: int
-    max_steps: int
-    deterministic: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class ExportPlan(LibraryPlan):
-    """An export of a checkpoint's deterministic policy."""
-
-    checkpoint: Path
-    formats: tuple[str, ...]
-    validation_steps: int
 
 
 # --- the plan of each call kind -----------------------------------------------------------------------------

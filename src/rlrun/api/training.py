@@ -9,7 +9,8 @@ from typing import Any
 from rlrun import configs, runs
 from rlrun.api.call import Video, console, session
 from rlrun.api.iterations import IterationClock, OnIteration, signals_held, stop_signals
-from rlrun.api.planning import TrainPlan, plan_train
+from rlrun.api.planning import plan_train
+from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
