@@ -19,9 +19,9 @@ from typing import Any
 
 from rlrun import rollout
 from rlrun.api.planning import env_errors
-from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan
+from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
 from rlrun.api.requests import PlayResult
-from rlrun.errors import UnsupportedTask
+from rlrun.errors import UnsupportedTask, UserError
 from rlrun.hermetic import Call, fresh_torch_state
 from rlrun.libraries import libraries_for
 from rlrun.progress import Progress
@@ -76,6 +76,58 @@ def session(
             opened.env.close()
 
 
+@contextlib.contextmanager
+def checkpoint_fit(checkpoint: Path, task: str) -> Iterator[None]:
+    """Turn torch's refusal to load a checkpoint's tensors into the model built for this task (another task's
+    shapes, another network) into one user-facing line; adapters that check the fit themselves raise their own."""
+    try:
+        yield
+    except UserError:
+        raise
+    except RuntimeError as error:
+        text = str(error)
+        if "Error(s) in loading state_dict" not in text:
+            raise
+        lines = [line.strip() for line in text.splitlines()[1:] if line.strip()]
+        detail = next((line for line in lines if line.startswith("size mismatch")), lines[0] if lines else text)
+        raise UnsupportedTask(
+            f"checkpoint {str(checkpoint)!r} does not fit task {task!r} with this agent configuration "
+            f"({detail[:300]}); pass the --task and agent configuration it was trained with, or another checkpoint."
+        ) from None
+
+
+def check_resume_fit(plan: TrainPlan, env: Any) -> None:
+    """Rebuild the policy from the checkpoint to resume from, before the run directory exists, so that a checkpoint
+    of another task or network is refused without leaving a run behind. The torch, NumPy and Python RNG streams are
+    put back afterwards: the check must not move the training's draws."""
+    import random
+
+    import numpy as np
+    import torch
+
+    from rlrun.libraries.base import PlayJob
+
+    job = PlayJob(
+        env=env,
+        config=plan.library_config,
+        checkpoint=plan.resume_from,
+        device=plan.device,
+        deterministic=True,
+        algorithm=plan.algorithm,
+        ml_framework=plan.ml_framework,
+        seed=plan.seed,
+    )
+    assert plan.resume_from is not None
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    devices = [torch.cuda.current_device()] if plan.device.startswith("cuda") and torch.cuda.is_initialized() else []
+    try:
+        with torch.random.fork_rng(devices=devices), checkpoint_fit(plan.resume_from, plan.task), console(plan):
+            plan.adapter.load_policy(job)
+    finally:
+        random.setstate(python_state)
+        np.random.set_state(numpy_state)
+
+
 @dataclass(frozen=True)
 class Video:
     """Where and what to record: clips of `length` steps every `interval` steps (None: one clip, at the start)."""
@@ -102,10 +154,45 @@ def console(plan: LibraryPlan, run_dir: Path | None = None) -> Iterator[None]:
 
     The loggers get one handler writing there for the span, then their own handlers back (the logging
     guard would restore them too).
+
+    The library's own deprecation notices (`DeprecationWarning`, `PendingDeprecationWarning`, `FutureWarning`)
+    are shown once, never raised: a caller's `warnings.simplefilter("error")` is meant for the caller's code, and
+    a notice about the library's internals is no reason to fail its training. Without `plan.verbose` they go to
+    the log too; every other warning follows the caller's filters.
     """
-    if plan.verbose:
+    with _library_notices(None if plan.verbose else run_dir, plan.verbose):
+        if plan.verbose:
+            yield
+            return
+        with _quiet(plan, run_dir):
+            yield
+
+
+NOTICES = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
+"""The warning categories a library's internals raise that no caller of rlrun can act on."""
+
+
+@contextlib.contextmanager
+def _library_notices(run_dir: Path | None, verbose: bool) -> Iterator[None]:
+    with warnings.catch_warnings():
+        for category in NOTICES:
+            warnings.simplefilter("default", category)
+        if not verbose:
+            shown = warnings.showwarning
+
+            def show(message: Any, category: type[Warning], filename: str, lineno: int, *args: Any) -> None:
+                if not issubclass(category, NOTICES):
+                    shown(message, category, filename, lineno, *args)
+                elif run_dir is not None:
+                    with open(run_dir / "console.log", "a", encoding="utf-8") as log:
+                        log.write(warnings.formatwarning(message, category, filename, lineno))
+
+            warnings.showwarning = show
         yield
-        return
+
+
+@contextlib.contextmanager
+def _quiet(plan: LibraryPlan, run_dir: Path | None) -> Iterator[None]:
     import io
     import logging
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import runs
-from rlrun.api.call import console, session
+from rlrun.api.call import checkpoint_fit, console, session
 from rlrun.api.planning import has, plan_export
 from rlrun.api.requests import EXPORT_FORMATS, ExportRequest, ExportResult
 from rlrun.hermetic import Call, hermetic_call
@@ -37,7 +37,7 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
             ml_framework=plan.ml_framework,
             seed=plan.seed,
         )
-        with console(plan):
+        with console(plan), checkpoint_fit(plan.checkpoint, plan.task):
             module = plan.adapter.export_policy(job).eval()
         observations = _validation_observations(env, module, plan.validation_steps, plan.seed)
         with torch.inference_mode():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlrun.api.call import Video, console, play_result, run_episodes, session, video_prefix
+from rlrun.api.call import Video, checkpoint_fit, console, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_play
 from rlrun.api.requests import PlayRequest, PlayResult
 from rlrun.hermetic import Call, hermetic_call
@@ -30,7 +30,7 @@ def play_in_call(call: Call, request: PlayRequest, progress: Progress | None = N
             ml_framework=plan.ml_framework,
             seed=plan.seed,
         )
-        with console(plan):
+        with console(plan), checkpoint_fit(plan.checkpoint, plan.task):
             policy = plan.adapter.load_policy(job)
         video = None
         if plan.video:

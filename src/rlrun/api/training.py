@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import configs, runs
-from rlrun.api.call import Video, console, session
+from rlrun.api.call import Video, check_resume_fit, console, session
 from rlrun.api.iterations import IterationClock, OnIteration, signals_held, stop_signals
 from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
@@ -46,6 +46,8 @@ def train_in_call(
         record: runs.RunRecord | None = None
         started = time.perf_counter()
         try:
+            if plan.resume_from is not None:
+                check_resume_fit(plan, opened.env)
             record = _create_record(plan)
             clock.open(record.dir)
             video = (
