@@ -113,6 +113,15 @@ def _atexit() -> None:
     atexit.register = _Wrapper(atexit.register)
 
 
+def _shared_memory() -> None:
+    """What an async vector env does: share a buffer larger than any arena the heap has, then free it."""
+    import multiprocessing.heap
+
+    heap = multiprocessing.heap.BufferWrapper._heap
+    size = max((arena.size for arena in heap._arenas), default=0) + 1
+    multiprocessing.heap.BufferWrapper(size)  # freed at once: its arena stays, with its /dev/shm file open
+
+
 def _gc() -> None:
     gc.disable()
     gc.set_threshold(*(threshold + 1 for threshold in gc.get_threshold()))
@@ -230,6 +239,7 @@ a training (wrappers forward, finders find nothing), except those in `FATAL_MUTA
 
 FATAL_MUTATIONS = frozenset({"torch default dtype", "torch grad mode", "torch anomaly mode"})
 """The changes that would break a training still running: `meddle(fatal=True)` makes them just before failing."""
+    "multiprocessing shared-memory heap": _shared_memory,
 
 
 def meddle(*, fatal: bool = False) -> None:

@@ -56,9 +56,6 @@ KNOWN_DEFECTS = (
     # (row of tests/test_bad_inputs.py where the defect is an xfail, a pattern its stderr matches).
     # A command line that exits 1 with one of these is accepted and counted (`event`); delete the entry
     # when the row's xfail is removed. Any other exit 1 fails the test.
-    # not a bad input: the first --vectorization async call of a process leaves multiprocessing's heap arena
-    # open (a first-use effect the call does not take for an import), and the leak detector exits 1
-    ("(first --vectorization async call)", r"open file descriptors was modified by the call: added .*/dev/shm/pym-"),
 )
 
 

@@ -50,9 +50,7 @@ def test_a_copied_checkpoint_plays_on_its_task_and_is_refused_in_one_line_on_ano
         "device": "cpu",
         "overrides": spec["overrides"],
     }
-    played = rlrun.play(
-        rlrun.PlayRequest(task="rlrun/CartPoleContinuous-v1", num_episodes=1, max_steps=50, **common)
-    )
+    played = rlrun.play(rlrun.PlayRequest(task="rlrun/CartPoleContinuous-v1", num_episodes=1, max_steps=50, **common))
     assert played.checkpoint == copy and played.run_dir is None and played.env_steps > 0
     log_root = tmp_path / "other"
     random.seed(7)

@@ -53,6 +53,15 @@ class GymnasiumTorchVectorEnv(VectorWrapper):
         self._action_shape = (env.num_envs, *act_space.shape)
         self._action_bounds = (act_space.low, act_space.high) if isinstance(act_space, spaces.Box) else None
 
+    def close(self, **kwargs: Any) -> None:
+        """Close the env. An async env's observations live in shared memory (a `multiprocessing` heap arena
+        with a `/dev/shm` file); they go with the env, so that the arena is free when the call that made the
+        env ends, not when the last frame holding the env returns."""
+        self.env.close(**kwargs)
+        unwrapped = self.env.unwrapped
+        if getattr(unwrapped, "shared_memory", False) and "observations" in vars(unwrapped):
+            del unwrapped.observations
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:

@@ -333,6 +333,58 @@ register(
 )
 
 
+def _shared_memory_heap() -> Any:
+    import multiprocessing.heap
+
+    return multiprocessing.heap.BufferWrapper._heap
+
+
+def _capture_shared_memory() -> tuple[Any, list[Any], int]:
+    heap = _shared_memory_heap()
+    return heap, list(heap._arenas), heap._size
+
+
+def _restore_shared_memory(saved: tuple[Any, list[Any], int]) -> None:
+    """Drop the arenas the call made that nothing uses any more. CPython keeps a free arena under 4 MiB for
+    later use, with its `/dev/shm` file open twice (its descriptor and mmap's duplicate); dropping the heap's
+    references closes both, as a fresh process would not have them. Arenas still in use are left to the
+    leak detector (the open files are reported)."""
+    heap, arenas, size = saved
+    if _shared_memory_heap() is not heap:  # a forked child made its own heap
+        return
+    known = {id(arena) for arena in arenas}
+    with heap._lock:
+        heap._free_pending_blocks()
+        for arena in [arena for arena in heap._arenas if id(arena) not in known]:
+            if heap._allocated_blocks.get(arena):
+                continue
+            heap._allocated_blocks.pop(arena, None)
+            heap._start_to_block.pop((arena, 0), None)
+            heap._stop_to_block.pop((arena, arena.size), None)
+            heap._arenas.remove(arena)
+            sequence = heap._len_to_seq.get(arena.size, [])
+            if (arena, 0, arena.size) in sequence:
+                sequence.remove((arena, 0, arena.size))
+            if not sequence and arena.size in heap._len_to_seq:
+                del heap._len_to_seq[arena.size]
+                heap._lengths.remove(arena.size)
+        heap._size = size
+
+
+register(
+    Guard(
+        "multiprocessing shared-memory heap",
+        "The arenas of `multiprocessing.heap` (shared ctypes, Gymnasium's async vector envs): free arenas the "
+        "call made are dropped, which closes their `/dev/shm` files; the next arena size is put back.",
+        _capture_shared_memory,
+        _restore_shared_memory,
+        fingerprint=lambda saved: (id(saved[0]), tuple(id(arena) for arena in saved[1]), saved[2]),
+        category="process",
+        available=module_loaded("multiprocessing.heap"),
+    )
+)
+
+
 def _capture_gc() -> tuple[bool, tuple[int, ...]]:
     return gc.isenabled(), gc.get_threshold()
 
