@@ -15,6 +15,7 @@ Everything it does happens after the library has built its runner and started tr
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -34,6 +35,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 import torch
+
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+with contextlib.suppress(ImportError):  # loaded before any census, so that the pygame guard reads every snapshot
+    import pygame  # noqa: F401
 
 from rlrun.envs import register_task
 from rlrun.envs.pendulum import PendulumVectorEnv
@@ -120,6 +125,16 @@ def _shared_memory() -> None:
     heap = multiprocessing.heap.BufferWrapper._heap
     size = max((arena.size for arena in heap._arenas), default=0) + 1
     multiprocessing.heap.BufferWrapper(size)  # freed at once: its arena stays, with its /dev/shm file open
+
+
+def _pygame() -> None:
+    """What a Gymnasium classic-control render and close do: SDL's timer thread outlives them."""
+    import pygame
+
+    pygame.display.init()
+    pygame.time.Clock()
+    pygame.display.quit()
+    pygame.quit()
 
 
 def _gc() -> None:
@@ -209,6 +224,8 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "signal handlers": _signals,
     "atexit.register": _atexit,
     "multiprocessing start method": lambda: multiprocessing.set_start_method("spawn", force=True),
+    "multiprocessing shared-memory heap": _shared_memory,
+    "SDL subsystems (pygame)": _pygame,
     "garbage collector": _gc,
     "random": lambda: random.seed(123),
     "numpy.random": lambda: np.random.seed(123),
@@ -239,7 +256,6 @@ a training (wrappers forward, finders find nothing), except those in `FATAL_MUTA
 
 FATAL_MUTATIONS = frozenset({"torch default dtype", "torch grad mode", "torch anomaly mode"})
 """The changes that would break a training still running: `meddle(fatal=True)` makes them just before failing."""
-    "multiprocessing shared-memory heap": _shared_memory,
 
 
 def meddle(*, fatal: bool = False) -> None:

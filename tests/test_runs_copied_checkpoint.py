@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from support import CONTRACT_CASES
 
 import rlrun
 from rlrun.errors import UserError
+from support import CONTRACT_CASES
 
 FAST = {"rsl_rl"}
 """The cases the default suite runs; the others are `slow`."""

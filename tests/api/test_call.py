@@ -7,10 +7,10 @@ import warnings
 from types import SimpleNamespace
 
 import pytest
-from support import CONTRACT_CASES
 
 import rlrun
 from rlrun.api.call import console
+from support import CONTRACT_CASES
 
 
 def plan(verbose: bool = False) -> SimpleNamespace:

@@ -115,3 +115,30 @@ def test_every_library_records_its_training_and_its_play(library, log_root):
     for clip in (train_clip, play_clip):
         images = frames(clip)
         assert len(images) in clip_lengths(6) and len({image.tobytes() for image in images}) > 1
+
+
+def native_threads() -> list[str]:
+    import os
+    from pathlib import Path
+
+    return sorted(Path(f"/proc/self/task/{task}/comm").read_text().strip() for task in os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"), reason="reads /proc")
+def test_a_classic_control_video_leaves_no_sdl_subsystem_or_native_thread(log_root):
+    """Gymnasium's CartPole renders with `pygame.display.init()` and closes with `pygame.quit()`, which leaves SDL's
+    timer thread running; the SDL guard shuts it down, and the call prints no SDL complaint about a display."""
+    import pygame
+
+    from rlrun.hermetic.guards import _capture_sdl, _sdl
+
+    if _capture_sdl():  # a render outside rlrun (another test's) left SDL running: start from a process without
+        pygame.quit()
+        _sdl().SDL_Quit()
+    rlrun.random_agent(rlrun.AgentRequest(task="CartPole-v1", num_envs=1, num_episodes=1))  # warm: import effects
+    before = native_threads()
+    rlrun.random_agent(
+        rlrun.AgentRequest(task="CartPole-v1", num_envs=1, num_episodes=1, video=True, log_root=str(log_root))
+    )
+    assert "SDLTimer" not in native_threads() and native_threads() == before
+    assert _capture_sdl() == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import random
 import sys
 import threading
@@ -141,12 +142,15 @@ def test_import_effects_are_not_taken_for_the_call(tmp_path, monkeypatch):
         "logging.getLogger('rlrun_test_noisy').addHandler(logging.NullHandler())\n"
         "random.random()\n"
         "warnings.warn('the import warns', DeprecationWarning)\n"
+        "import multiprocessing\n"
+        "multiprocessing.set_start_method('spawn', force=True)\n"  # as TorchRL's import does
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(warnings, "filters", list(warnings.filters))
     warnings.simplefilter("error")  # the caller's: an import's warning must not be raised as an error
     filters, contents = warnings.filters, list(warnings.filters)
     state = random.getstate()
+    method = multiprocessing.get_start_method(allow_none=True)
     with hermetic_call(check_leaks=True) as call:
         call.import_modules(["rlrun_test_noisy_import"])
         with call.guarded():
@@ -156,6 +160,7 @@ def test_import_effects_are_not_taken_for_the_call(tmp_path, monkeypatch):
     assert warnings.filters is filters and warnings.filters == contents  # but not its filter
     assert [str(warning.message) for warning in call.import_warnings] == ["the import warns"]
     assert random.getstate() == state
+    assert multiprocessing.get_start_method(allow_none=True) == method
     monkeypatch.delitem(sys.modules, "rlrun_test_noisy_import")
 
 

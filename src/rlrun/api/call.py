@@ -39,7 +39,13 @@ class Session:
         from rlrun.envs import EpisodeStatistics
 
         if video is not None:
+            import os
+
             from gymnasium.wrappers.vector import RecordVideo
+
+            # Frames are drawn off-screen: SDL needs no display or sound card (the environment guard puts these back).
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+            os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 
             interval = video.interval
             with warnings.catch_warnings():

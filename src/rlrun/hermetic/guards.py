@@ -8,6 +8,7 @@ own guards (for example SKRL's config singleton) with `register`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import gc
 import logging
@@ -381,6 +382,52 @@ register(
         fingerprint=lambda saved: (id(saved[0]), tuple(id(arena) for arena in saved[1]), saved[2]),
         category="process",
         available=module_loaded("multiprocessing.heap"),
+    )
+)
+
+
+_SDL: list[Any] = []
+
+
+def _sdl() -> Any | None:
+    """The SDL library pygame loaded, through ctypes (already in the process: nothing new is loaded), or None
+    where it cannot be found (no /proc, a pygame linked otherwise)."""
+    if not _SDL:
+        library = None
+        with contextlib.suppress(OSError, StopIteration):
+            with open("/proc/self/maps") as maps:
+                path = next(line.split()[-1] for line in maps if "/libSDL2-2" in line)
+            library = ctypes.CDLL(path)
+            library.SDL_WasInit.restype = ctypes.c_uint32
+            library.SDL_WasInit.argtypes = [ctypes.c_uint32]
+        _SDL.append(library)
+    return _SDL[0]
+
+
+def _capture_sdl() -> int:
+    sdl = _sdl()
+    return int(sdl.SDL_WasInit(0)) if sdl is not None else 0
+
+
+def _restore_sdl(subsystems: int) -> None:
+    """Shut down the SDL subsystems a render left running. Gymnasium's classic-control renders call
+    `pygame.display.init()` and close with `pygame.quit()`, which shuts SDL down only after `pygame.init()`: SDL's
+    timer subsystem, and its native thread, would outlive the call. `SDL_Quit` joins that thread."""
+    sdl = _sdl()
+    if sdl is None or subsystems or sys.modules["pygame"].get_init() or not sdl.SDL_WasInit(0):
+        return
+    sdl.SDL_Quit()
+
+
+register(
+    Guard(
+        "SDL subsystems (pygame)",
+        "The SDL subsystems initialised (`SDL_WasInit`): where none were before the call and pygame is not "
+        "initialised after it, `SDL_Quit` stops what a render left running (SDL's timer thread).",
+        _capture_sdl,
+        _restore_sdl,
+        category="process",
+        available=module_loaded("pygame"),
     )
 )
 

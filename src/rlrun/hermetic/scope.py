@@ -15,12 +15,15 @@ restored for, then propagate unchanged.
 The import phase (`Call.import_modules`), and what an import may change. Importing a library
 changes some globals once per process: it adds logger handlers (SKRL), raises torch's print
 precision and dynamo limits (rl_games), registers Gymnasium envs. Those effects stay: they belong
-to the import, the library relies on them, and it would not redo them on the next call. Two things
+to the import, the library relies on them, and it would not redo them on the next call. Three things
 an import may not change, because they are the caller's and the caller would see them move on
 the first call only:
 - the caller's random streams: `random`, NumPy's global generator and torch's CPU generator (each
   where it is already imported) are put back after the imports; SB3 and SKRL's JAX modules draw
   from them while they import;
+- the caller's multiprocessing start method: TorchRL sets `spawn` as it is imported, which would change
+  how every process, lock and semaphore the caller makes afterwards works (a `tqdm` bar's lock then starts
+  multiprocessing's resource tracker); it is put back after the imports;
 - the caller's warning behaviour: the imports run under `warnings.catch_warnings()`, so filters
   they add are dropped with it, and a warning they raise is recorded in `Call.import_warnings`
   instead of being shown or, under a caller's `simplefilter("error")`, raised. Those warnings are
@@ -31,6 +34,7 @@ Everything the call itself does afterwards is restored by the guards, whatever i
 from __future__ import annotations
 
 import importlib
+import multiprocessing
 import random
 import sys
 import threading
@@ -76,16 +80,20 @@ def restore_all(saved: list[tuple[Guard, Any]]) -> list[tuple[str, BaseException
 @contextmanager
 def _caller_streams_kept() -> Iterator[None]:
     """Put the caller's random streams back after the block: `random`, and NumPy's and torch's CPU generators
-    where they are imported already (a generator a module creates as it is imported is not the caller's)."""
+    where they are imported already (a generator a module creates as it is imported is not the caller's); and
+    the caller's multiprocessing start method."""
     numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     states = (
         random.getstate(),
         None if numpy is None else numpy.random.get_state(),
         None if torch is None else torch.get_rng_state(),
     )
+    method = multiprocessing.get_start_method(allow_none=True)
     try:
         yield
     finally:
+        if multiprocessing.get_start_method(allow_none=True) != method:
+            multiprocessing.set_start_method(method, force=True)
         random.setstate(states[0])
         if numpy is not None:
             numpy.random.set_state(states[1])

@@ -48,6 +48,7 @@ from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unread
 IMPORTS = {
     "torch": (
         "tqdm",
+        "rlrun.libraries.tqdm_lock",
         "tensorboard.summary.writer.event_file_writer",
         "skrl",
         "skrl.utils",
@@ -59,6 +60,7 @@ IMPORTS = {
         "flax",
         "optax",
         "tqdm",
+        "rlrun.libraries.tqdm_lock",
         "tensorboard.summary.writer.event_file_writer",
         "skrl",
         "skrl.utils",
