@@ -157,3 +157,29 @@ def test_the_package_imports_no_library():
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", ["inline", "process"])
+def test_reports_reach_on_progress_in_order_before_their_item_finishes(name):
+    """`report(message)` inside an item's function reaches `on_progress(index, message)` in this process, in
+    order and before the item's `Finished`, inline and from pool workers alike; outside a run it is dropped."""
+    events: list[tuple] = []
+    before = census.snapshot()
+    with make_executor(name, workers=2) as executor:
+        for finished in executor.run(
+            workload.count_aloud, [3, 0, 2], on_progress=lambda index, message: events.append((index, message))
+        ):
+            events.append((finished.index, "finished", finished.value))
+    assert census.compare(before, census.snapshot()) == []
+    for index, item in enumerate([3, 0, 2]):
+        mine = [event for event in events if event[0] == index]
+        assert mine == [*((index, (item, step)) for step in range(item)), (index, "finished", item)]
+    assert workload.count_aloud(2) == 2  # no run listening: the reports go nowhere
+
+
+def test_progress_sent_before_a_worker_died_arrives_and_the_item_fails():
+    events: list[tuple] = []
+    with make_executor("process", workers=1) as pool:
+        finished = list(pool.run(workload.report_then_die, [5], on_progress=lambda *event: events.append(event)))
+    assert events == [(0, (5, 0))]
+    assert finished == [Finished(0, error="worker died: killed by signal SIGKILL")]

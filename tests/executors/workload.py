@@ -87,3 +87,21 @@ def _state(pid: int) -> str:
             return stat.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "gone"
+
+
+def count_aloud(item: int) -> int:
+    """Report 0..item-1 to the run's `on_progress`, then return item (a training reporting its iterations)."""
+    from rlrun.executors import report
+
+    for step in range(item):
+        report((item, step))
+    return item
+
+
+def report_then_die(item: int) -> int:
+    """Report once, then die by SIGKILL: the progress already sent arrives, and the item fails."""
+    from rlrun.executors import report
+
+    report((item, 0))
+    os.kill(os.getpid(), signal.SIGKILL)
+    return item

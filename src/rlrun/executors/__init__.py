@@ -11,7 +11,16 @@ made (`rlrun[ray]`).
 from __future__ import annotations
 
 from rlrun.errors import InvalidArgument, did_you_mean
-from rlrun.executors.base import Executor, Finished, Resources, ResourcesFor, death_reason, describe_exception
+from rlrun.executors.base import (
+    Executor,
+    Finished,
+    OnProgress,
+    Resources,
+    ResourcesFor,
+    death_reason,
+    describe_exception,
+    report,
+)
 from rlrun.executors.inline import InlineExecutor
 from rlrun.executors.process import ProcessExecutor
 from rlrun.executors.ray import RayExecutor
@@ -56,6 +65,7 @@ __all__ = [
     "Executor",
     "Finished",
     "InlineExecutor",
+    "OnProgress",
     "ProcessExecutor",
     "RayExecutor",
     "Resources",
@@ -63,4 +73,5 @@ __all__ = [
     "death_reason",
     "describe_exception",
     "make_executor",
+    "report",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,15 +74,17 @@ class Executor(ABC):
         function: Callable[[Any], Any],
         items: Sequence[Any],
         on_start: Callable[[int], None] | None = None,
+        on_progress: OnProgress | None = None,
     ) -> Iterator[Finished]:
         """Run `function(item)` for every item (a module-level, picklable function); call `on_start(index)`
-        when an item starts (in this process); yield each `Finished` as it comes."""
+        when an item starts and `on_progress(index, message)` for each `report(message)` the item's function
+        makes (both in this process, between yields); yield each `Finished` as it comes."""
         if self._closed:
             raise RuntimeError("this executor is closed")
         if self.exclusive and self._running:
             raise RuntimeError("this executor is already running items: one run at a time")
         self._running = self.exclusive
-        return self._run(function, items, on_start)
+        return self._run(function, items, on_start, on_progress)
 
     @abstractmethod
     def _run(
@@ -89,6 +92,7 @@ class Executor(ABC):
         function: Callable[[Any], Any],
         items: Sequence[Any],
         on_start: Callable[[int], None] | None,
+        on_progress: OnProgress | None,
     ) -> Iterator[Finished]:
         """The executor's own loop (a generator); its `finally` sets `_running` back to False."""
 
@@ -101,6 +105,34 @@ class Executor(ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+OnProgress = Callable[[int, Any], None]
+"""`on_progress(index, message)`: a `report(message)` made by the function running item `index`."""
+
+_sinks: list[Callable[[Any], None]] = []
+
+
+def report(message: Any) -> None:
+    """Hand `message` (small and picklable: a training's iteration, steps/s, return) from inside an item's
+    function to the `on_progress` of the run that runs the item: directly inline, through the worker's pipe
+    in a pool. Dropped where nothing listens: on Ray, or when the function is called outside an executor."""
+    if _sinks:
+        _sinks[-1](message)
+
+
+@contextmanager
+def reporting_to(sink: Callable[[Any], None] | None) -> Iterator[None]:
+    """Send the `report`s made in the block to `sink` (None: drop them, so they reach no outer run)."""
+    _sinks.append(sink if sink is not None else _drop)
+    try:
+        yield
+    finally:
+        _sinks.pop()
+
+
+def _drop(message: Any) -> None:
+    return None
 
 
 def describe_exception(error: BaseException) -> str:

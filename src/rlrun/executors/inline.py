@@ -6,10 +6,11 @@ the same results as fresh processes, without paying an interpreter and its impor
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from rlrun.executors.base import Executor, Finished, describe_exception
+from rlrun.executors.base import Executor, Finished, OnProgress, describe_exception, reporting_to
 
 
 class InlineExecutor(Executor):
@@ -31,12 +32,15 @@ class InlineExecutor(Executor):
         function: Callable[[Any], Any],
         items: Sequence[Any],
         on_start: Callable[[int], None] | None,
+        on_progress: OnProgress | None,
     ) -> Iterator[Finished]:
         for index, item in enumerate(items):
             if on_start is not None:
                 on_start(index)
+            sink = functools.partial(on_progress, index) if on_progress is not None else None
             try:
-                finished = Finished(index, value=function(item))
+                with reporting_to(sink):
+                    finished = Finished(index, value=function(item))
             except Exception as error:
                 finished = Finished(index, error=describe_exception(error))
             yield finished

@@ -25,6 +25,7 @@ worker held when it died. No queue, so no feeder thread and no semaphore.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import pickle
@@ -38,7 +39,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from rlrun.errors import InvalidArgument
-from rlrun.executors.base import Executor, Finished, death_reason, describe_exception
+from rlrun.executors.base import Executor, Finished, OnProgress, death_reason, describe_exception, reporting_to
 
 GRACE_S = 5.0
 """How long busy workers have to stop after SIGTERM before they are killed."""
@@ -68,13 +69,24 @@ def _serve(conn: Connection) -> None:
             if message is None:
                 return
             index, payload = message
-            ok, outcome, last = _serve_one(payload)
+            with reporting_to(functools.partial(_send_progress, conn)):
+                ok, outcome, last = _serve_one(payload)
             try:
                 conn.send((index, ok, outcome, last))
             except (EOFError, OSError):
                 return
             if last:
                 return
+
+
+def _send_progress(conn: Connection, message: Any) -> None:
+    """A `report` from the item's function, sent ahead of the item's reply (lost if the parent is gone)."""
+    with contextlib.suppress(EOFError, OSError):
+        conn.send((PROGRESS, message))
+
+
+PROGRESS = "progress"
+"""Marks a worker's progress message; an item's reply is a 4-tuple."""
 
 
 def _serve_one(payload: bytes) -> tuple[bool, Any, bool]:
@@ -238,6 +250,7 @@ class ProcessExecutor(Executor):
         function: Callable[[Any], Any],
         items: Sequence[Any],
         on_start: Callable[[int], None] | None,
+        on_progress: OnProgress | None,
     ) -> Iterator[Finished]:
         pending = deque(range(len(items)))
         busy: list[_Worker] = []
@@ -259,7 +272,9 @@ class ProcessExecutor(Executor):
                     continue
                 ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
                 for worker in [w for w in busy if w.conn in ready or w.process.sentinel in ready]:
-                    finished = self._receive(worker)
+                    finished = self._receive(worker, on_progress)
+                    if finished is None:  # progress only: the item runs on
+                        continue
                     if worker.index is None:
                         busy.remove(worker)
                     yield finished
@@ -318,14 +333,23 @@ class ProcessExecutor(Executor):
             return Finished(index, error=worker.release())
         return None
 
-    def _receive(self, worker: _Worker) -> Finished:
-        """The outcome of the item `worker` holds, now that its pipe or its sentinel is ready."""
+    def _receive(self, worker: _Worker, on_progress: OnProgress | None = None) -> Finished | None:
+        """The outcome of the item `worker` holds, now that its pipe or its sentinel is ready; None when the pipe
+        held only progress messages (each handed to `on_progress`) and the worker is still running."""
         index = worker.index
         assert index is not None
         message = None
         try:
-            if worker.conn.poll():
+            while worker.conn.poll():
                 message = worker.conn.recv()
+                if not (isinstance(message, tuple) and len(message) == 2 and message[0] == PROGRESS):
+                    break
+                if on_progress is not None:
+                    on_progress(index, message[1])
+                message = None
+            else:
+                if worker.process.is_alive():
+                    return None
         except (EOFError, OSError):
             message = None
         if message is None:  # the pipe closed, or the process ended with nothing more to read: it died

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
-from rlrun.executors.base import Executor, Finished, Resources, ResourcesFor, describe_exception
+from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
@@ -148,7 +148,9 @@ class RayExecutor(Executor):
         function: Callable[[Any], Any],
         items: Sequence[Any],
         on_start: Callable[[int], None] | None,
+        on_progress: OnProgress | None,
     ) -> Iterator[Finished]:
+        # A Ray task's `report`s are dropped (it has no sink): its item shows as running until it finishes.
         ray = self._ray
         try:
             if not items:
