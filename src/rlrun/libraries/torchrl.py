@@ -1,0 +1,627 @@
+"""TorchRL (`torchrl` 0.14 with `tensordict` 0.14): its `PPOTrainer` and `SACTrainer` on rlrun's torch vector envs.
+
+The trainers are TorchRL's own (`torchrl.trainers.algorithms`), built from keyword arguments without
+Hydra: a `Collector` over `TorchRLVecEnv` (rlrun's env behind TorchRL's `EnvBase`, see
+`rlrun.libraries.torchrl_env`), a `ClipPPOLoss` (GAE from the trainer's own hook) or `SACLoss` with a
+`SoftUpdate`, one Adam optimiser, and a `ReplayBuffer` over a `LazyTensorStorage` (never a memory-mapped
+one: TorchRL's memmap storage installs SIGINT/SIGTERM handlers and an atexit hook). PPO acts in Box
+(Gaussian, clipped by the env wrapper) and Discrete (categorical) spaces, SAC in Box (tanh-Gaussian).
+
+Iterations (`--max_iterations`): one collector batch of `steps_per_env` steps of every env, then the
+trainer's update for it: PPO's `num_epochs` passes over it in minibatches of `minibatch_size`, SAC's
+`updates_per_iteration` gradient steps on replay samples (none during the first `learning_starts` env
+steps, rounded up to whole iterations, which a uniform random policy collects).
+
+Process globals: TorchRL and tensordict keep their settings in module globals (`set_exploration_type`,
+`set_lazy_legacy`, `set_list_to_stack`, `set_composite_lp_aggregate`, `set_auto_unwrap_transformed_env`,
+...), several mirrored into `os.environ`. The collector switches the exploration (interaction) type in
+context managers; every one of these settings is guarded here (`owner="torchrl"`), values measured on the
+installed versions in docs/torchrl.md. TorchRL's C++ extension does not load on torch 2.13 (an undefined
+symbol); nothing used here needs it. The trainers' "experimental feature" warning is silenced at
+construction; the trainer's tqdm bar, logger and own checkpointing are off; the collector is shut down in
+`finally`.
+
+Checkpoints: `model_<iterations>.pt`, a plain dict of tensors and numbers (`torch.load(weights_only=True)`):
+the loss module's state (policy, value or Q networks, their targets, SAC's temperature), the optimiser's
+state, the iteration and optimisation-step counters. `--resume` continues all of them; SAC's replay buffer
+is not saved and refills from the resumed policy.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from rlrun.errors import InvalidArgument, UnsupportedTask
+from rlrun.hermetic import MISSING, Guard, module_loaded, register, torch_backend_flags
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
+
+IMPORTS = {
+    "torch": (
+        "tensordict",
+        "tensordict.nn",
+        "torchrl",
+        "torchrl.envs",
+        "torchrl.collectors",
+        "torchrl.data",
+        "torchrl.modules",
+        "torchrl.objectives",
+        "torchrl.trainers",
+        "torchrl.trainers.algorithms",
+    )
+}
+ALGORITHMS = {"ppo": ("Box", "Discrete"), "sac": ("Box",)}
+DEFAULT_ALGORITHM = "ppo"
+LOGGERS: tuple[str, ...] = ("torchrl",)
+CHECKPOINT_KEYS = ("format", "algorithm", "iteration", "loss_module", "optimizer")
+CHECKPOINT_FORMAT = "rlrun-torchrl-1"
+LR_SCHEDULES = ("constant", "linear")
+
+
+# --- guards: tensordict's and TorchRL's process-wide settings -------------------------------------------------
+
+Setting = tuple[str, str]
+"""(module, attribute path): a module global, or the `_mode` of one of tensordict's `_ContextManager` objects."""
+
+INTERACTION_TYPE: tuple[Setting, ...] = (("tensordict.nn.probabilistic", "_interaction_type._mode"),)
+TENSORDICT_OPTIONS: tuple[Setting, ...] = (
+    ("tensordict._utils_options", "_LAZY_OP"),
+    ("tensordict._utils_options", "_LIST_TO_STACK"),
+    ("tensordict._utils_options", "_CAPTURE_NONTENSOR_STACK"),
+    ("tensordict._utils_options", "_REPR_OPTIONS"),
+)
+TENSORDICT_NN_MODES: tuple[Setting, ...] = (
+    ("tensordict.nn.utils", "_composite_lp_aggregate._mode"),
+    ("tensordict.nn.utils", "_skip_existing._mode"),
+    ("tensordict.nn.utils", "_dispatch_tdnn_modules._mode"),
+    ("tensordict.nn.utils", "_MAPPINGS"),
+)
+TORCHRL_OPTIONS: tuple[Setting, ...] = (
+    ("torchrl._utils", "_AUTO_UNWRAP"),
+    ("torchrl.envs.transforms._base", "_AUTO_UNWRAP_WARNING_EMITTED"),
+    ("torchrl.modules.tensordict_module._rnn_precision", "_GLOBAL_OVERRIDE"),
+    ("torchrl._utils", "_PROFILING_ENABLED"),
+)
+
+
+def _owner(module: str, path: str) -> tuple[Any, str]:
+    """The object holding the setting and the attribute's name."""
+    import sys
+
+    *parents, name = path.split(".")
+    target = sys.modules[module]
+    for parent in parents:
+        target = getattr(target, parent)
+    return target, name
+
+
+def _settings_guard(name: str, doc: str, settings: tuple[Setting, ...]) -> Guard:
+    """Guard module-level settings: each value is put back (the same object); a dict also gets its entries back."""
+
+    def capture() -> dict[Setting, tuple[Any, Any]]:
+        saved = {}
+        for setting in settings:
+            value = getattr(*_owner(*setting), MISSING)
+            saved[setting] = value, dict(value) if isinstance(value, dict) else None
+        return saved
+
+    def restore(saved: dict[Setting, tuple[Any, Any]]) -> None:
+        for setting, (value, contents) in saved.items():
+            target, attribute = _owner(*setting)
+            if getattr(target, attribute, MISSING) is not value:
+                if value is MISSING:
+                    delattr(target, attribute)
+                else:
+                    setattr(target, attribute, value)
+            if contents is not None and (
+                value.keys() != contents.keys() or any(value[k] is not contents[k] for k in value)
+            ):
+                value.clear()
+                value.update(contents)
+
+    def fingerprint(saved: dict[Setting, tuple[Any, Any]]) -> dict[str, Any]:
+        return {
+            f"{module}.{path}": repr(value)
+            if contents is None
+            else (id(value), {k: id(v) for k, v in contents.items()})
+            for (module, path), (value, contents) in saved.items()
+        }
+
+    return Guard(
+        name,
+        doc,
+        capture,
+        restore,
+        fingerprint=fingerprint,
+        category="torchrl",
+        available=module_loaded(*dict.fromkeys(module for module, _ in settings)),
+        owner="torchrl",
+    )
+
+
+register(
+    _settings_guard(
+        "tensordict interaction type",
+        "tensordict's interaction type, which TorchRL's `set_exploration_type` sets (the collector switches it to "
+        "`RANDOM` while it collects): put back as it was.",
+        INTERACTION_TYPE,
+    )
+)
+register(
+    _settings_guard(
+        "tensordict options",
+        "tensordict's `set_lazy_legacy`, `set_list_to_stack` and `set_capture_non_tensor_stack` switches (their "
+        "`os.environ` mirrors are the environment guard's) and its print options: values and entries put back.",
+        TENSORDICT_OPTIONS,
+    )
+)
+register(
+    _settings_guard(
+        "tensordict.nn modes",
+        "tensordict.nn's composite log-prob aggregation (`set_composite_lp_aggregate`), `set_skip_existing`, "
+        "module dispatch and custom scale mappings (`add_custom_mapping`): values and entries put back.",
+        TENSORDICT_NN_MODES,
+    )
+)
+register(
+    _settings_guard(
+        "torchrl options",
+        "TorchRL's `set_auto_unwrap_transformed_env` switch and its warned-once flag, the recurrent matmul precision "
+        "override (`set_recurrent_matmul_precision`) and the profiling switch: put back as they were.",
+        TORCHRL_OPTIONS,
+    )
+)
+
+
+# --- configuration -------------------------------------------------------------------------------------------
+
+
+def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
+    """One collector batch: `steps_per_env` steps of every env. Also checks the configuration (see
+    `check_config`), so that one the adapter cannot run is refused before anything changes."""
+    batch = int(config["steps_per_env"]) * num_envs
+    check_config(config, batch)
+    return batch
+
+
+def check_config(config: dict[str, Any], batch: int) -> None:
+    """Raise `InvalidArgument` for names the adapter cannot turn into objects and a minibatch that does not
+    split PPO's batch."""
+    for network in ("actor", "critic"):
+        activation = (config.get(network) or {}).get("activation", "Tanh")
+        _activation(f"agent.{network}.activation", activation)
+    schedule = config.get("lr_schedule", "constant")
+    if schedule not in LR_SCHEDULES:
+        raise InvalidArgument(f"agent.lr_schedule {schedule!r} is not one of {', '.join(LR_SCHEDULES)}.")
+    if "minibatch_size" in config and "num_epochs" in config:  # PPO
+        minibatch = int(config["minibatch_size"])
+        if minibatch <= 0 or batch % minibatch:
+            fitting = max(size for size in range(1, min(max(minibatch, 1), batch) + 1) if batch % size == 0)
+            raise InvalidArgument(
+                f"agent.minibatch_size {minibatch} does not split one iteration's batch of {batch} steps "
+                f"(steps_per_env x num_envs); pass agent.minibatch_size={fitting} or more --num_envs."
+            )
+
+
+def _activation(key: str, name: str) -> type:
+    import torch
+
+    activation = getattr(torch.nn, str(name), None)
+    if not (isinstance(activation, type) and issubclass(activation, torch.nn.Module)):
+        raise InvalidArgument(f"{key} {name!r} is not a torch.nn module; use e.g. Tanh, ReLU or ELU.")
+    return activation
+
+
+# --- the agent ------------------------------------------------------------------------------------------------
+
+
+def _mlp(inputs: int, outputs: int, settings: dict[str, Any], key: str) -> Any:
+    from torchrl.modules import MLP
+
+    return MLP(
+        in_features=inputs,
+        out_features=outputs,
+        num_cells=list(settings.get("hidden", [64, 64])),
+        activation_class=_activation(f"agent.{key}.activation", settings.get("activation", "Tanh")),
+    )
+
+
+class Agent:
+    """The TorchRL modules of one agent: the actor (a `ProbabilisticActor`), the loss module (which holds
+    the actor, the critic or Q networks and, for SAC, targets and temperature) and its optimiser."""
+
+    def __init__(self, algorithm: str, env: Any, config: dict[str, Any], device: str) -> None:
+        import torch
+
+        self.algorithm = algorithm
+        self.config = config
+        self.discrete = type(env.single_action_space).__name__ == "Discrete"
+        self.observations = int(torch.tensor(env.single_observation_space.shape).prod().item())
+        space = env.single_action_space
+        self.actions = int(space.n) if self.discrete else int(torch.tensor(space.shape).prod().item())
+        if not self.discrete:
+            self.low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
+            self.high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+        self.actor = (self._ppo_actor() if algorithm == "ppo" else self._sac_actor()).to(device)
+        self.loss = (self._ppo_loss() if algorithm == "ppo" else self._sac_loss()).to(device)
+        self.optimizer = torch.optim.Adam(self._parameter_groups(), lr=float(config.get("learning_rate", 3e-4)))
+
+    def _ppo_actor(self) -> Any:
+        import torch
+        from tensordict.nn import AddStateIndependentNormalScale, TensorDictModule
+        from torchrl.modules import ProbabilisticActor
+
+        settings = self.config.get("actor") or {}
+        if self.discrete:
+            net = TensorDictModule(
+                _mlp(self.observations, self.actions, settings, "actor"), in_keys=["observation"], out_keys=["logits"]
+            )
+            return ProbabilisticActor(
+                net,
+                in_keys=["logits"],
+                distribution_class=torch.distributions.Categorical,
+                return_log_prob=True,
+            )
+        scale = AddStateIndependentNormalScale(
+            self.actions, scale_mapping="exp", init_value=float(settings.get("init_log_std", 0.0))
+        )
+        net = TensorDictModule(
+            torch.nn.Sequential(_mlp(self.observations, self.actions, settings, "actor"), scale),
+            in_keys=["observation"],
+            out_keys=["loc", "scale"],
+        )
+        return ProbabilisticActor(
+            net,
+            in_keys=["loc", "scale"],
+            distribution_class=torch.distributions.Normal,
+            return_log_prob=True,
+        )
+
+    def _sac_actor(self) -> Any:
+        import torch
+        from tensordict.nn import NormalParamExtractor, TensorDictModule
+        from torchrl.modules import ProbabilisticActor, TanhNormal
+
+        settings = self.config.get("actor") or {}
+        net = TensorDictModule(
+            torch.nn.Sequential(
+                _mlp(self.observations, 2 * self.actions, settings, "actor"),
+                NormalParamExtractor(scale_mapping="biased_softplus_1.0", scale_lb=1e-4),
+            ),
+            in_keys=["observation"],
+            out_keys=["loc", "scale"],
+        )
+        return ProbabilisticActor(
+            net,
+            in_keys=["loc", "scale"],
+            distribution_class=TanhNormal,
+            distribution_kwargs={"low": self.low, "high": self.high},
+            return_log_prob=False,
+        )
+
+    def _ppo_loss(self) -> Any:
+        from torchrl.modules import ValueOperator
+        from torchrl.objectives import ClipPPOLoss
+
+        config = self.config
+        critic = ValueOperator(
+            _mlp(self.observations, 1, config.get("critic") or {}, "critic"), in_keys=["observation"]
+        )
+        return ClipPPOLoss(
+            actor_network=self.actor,
+            critic_network=critic,
+            clip_epsilon=float(config.get("clip_epsilon", 0.2)),
+            entropy_bonus=float(config.get("entropy_coef", 0.0)) > 0,
+            entropy_coeff=float(config.get("entropy_coef", 0.0)),
+            critic_coeff=float(config.get("critic_coef", 0.5)),
+            loss_critic_type=str(config.get("loss_critic_type", "l2")),
+            normalize_advantage=bool(config.get("normalize_advantage", True)),
+        )
+
+    def _sac_loss(self) -> Any:
+        from torchrl.modules import ValueOperator
+        from torchrl.objectives import SACLoss
+
+        config = self.config
+        qvalue = ValueOperator(
+            _mlp(self.observations + self.actions, 1, config.get("critic") or {}, "critic"),
+            in_keys=["observation", "action"],
+        )
+        target_entropy = config.get("target_entropy", "auto")
+        loss = SACLoss(
+            actor_network=self.actor,
+            qvalue_network=qvalue,
+            num_qvalue_nets=2,
+            loss_function=str(config.get("loss_function", "l2")),
+            alpha_init=float(config.get("alpha_init", 1.0)),
+            target_entropy=target_entropy if target_entropy == "auto" else float(target_entropy),
+            action_spec=self._action_spec(),
+            delay_qvalue=True,
+        )
+        loss.make_value_estimator(gamma=float(config.get("gamma", 0.99)))
+        return loss
+
+    def _action_spec(self) -> Any:
+        from torchrl.data import Bounded
+
+        return Bounded(low=self.low.cpu(), high=self.high.cpu(), shape=self.low.shape)
+
+    def network(self) -> Any:
+        """The actor's MLP (logits, the Gaussian's mean, or the tanh-Gaussian's mean and scale parameters)."""
+        module = self.actor.module[0].module  # the ProbabilisticActor's TensorDictModule, and what it wraps
+        return module if self.discrete else module[0]  # Box: the MLP, before the scale module
+
+    def _parameter_groups(self) -> list[dict[str, Any]]:
+        """The trained parameters: actor, then critic or Q networks, then SAC's temperature (not the targets)."""
+        loss = self.loss
+        groups = [{"params": list(loss.actor_network_params.values(True, True))}]
+        if self.algorithm == "ppo":
+            groups.append({"params": list(loss.critic_network_params.values(True, True))})
+        else:
+            groups.append({"params": list(loss.qvalue_network_params.values(True, True))})
+            groups.append({"params": [loss.log_alpha]})
+        return groups
+
+    def state(self, iteration: int, optim_steps: int) -> dict[str, Any]:
+        """The checkpoint's contents: tensors, numbers and strings only."""
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "algorithm": self.algorithm,
+            "iteration": iteration,
+            "optim_steps": optim_steps,
+            "loss_module": {key: value.detach().cpu() for key, value in self.loss.state_dict().items()},
+            "optimizer": self.optimizer.state_dict(),
+        }
+
+    def load(self, path: Path, device: str, *, optimizer: bool) -> dict[str, Any]:
+        """Load a checkpoint's weights (and optimiser state); return the checkpoint."""
+        state = read_checkpoint(path)
+        if state["algorithm"] != self.algorithm:
+            raise InvalidArgument(
+                f"checkpoint {str(path)!r} holds a TorchRL {state['algorithm'].upper()} agent, not "
+                f"{self.algorithm.upper()}; pass --algorithm {state['algorithm']}."
+            )
+        try:
+            self.loss.load_state_dict({key: value.to(device) for key, value in state["loss_module"].items()})
+            if optimizer:
+                self.optimizer.load_state_dict(state["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as error:  # another task's or network's shapes
+            reason = " ".join(str(error).split())[:300]
+            raise UnsupportedTask(
+                f"checkpoint {str(path)!r} does not fit this task or configuration ({reason}); "
+                "pass the --task and agent settings it was trained with, or another checkpoint."
+            ) from None
+        return state
+
+
+# --- checkpoints ----------------------------------------------------------------------------------------------
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    import torch
+
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:
+        raise unreadable(path, "a TorchRL checkpoint", error) from error
+    require_keys(path, state, CHECKPOINT_KEYS, "an rlrun TorchRL checkpoint")
+    return state
+
+
+def check_checkpoint(path: Path) -> None:
+    """Load the file with `weights_only=True` and check it holds rlrun's TorchRL agent state."""
+    read_checkpoint(path)
+
+
+# --- training -------------------------------------------------------------------------------------------------
+
+
+def _trainer(job: TrainJob, env: Any, agent: Agent, first_iteration: int) -> Any:
+    """TorchRL's `PPOTrainer` or `SACTrainer` over a synchronous `Collector`, without Hydra."""
+    import torch
+    from torchrl.collectors import Collector
+    from torchrl.data import LazyTensorStorage, ReplayBuffer, RoundRobinWriter
+    from torchrl.data.replay_buffers import RandomSampler, SamplerWithoutReplacement
+    from torchrl.trainers import ReplayBufferTrainer
+    from torchrl.trainers.algorithms import PPOTrainer, SACTrainer
+
+    config = job.config
+    batch = env_steps_per_iteration(config, env.batch_size[0])
+    total = job.max_iterations * batch
+    ppo = job.algorithm == "ppo"
+    # SAC's warm-up in whole iterations (the collector warns about a part of one), minus what a parent run did.
+    warm_up = -(-int(config.get("learning_starts", 0)) // batch) if not ppo else 0
+    learning_starts = max(0, warm_up - first_iteration) * batch
+    collector = Collector(
+        env,
+        agent.actor,
+        frames_per_batch=batch,
+        total_frames=total,
+        init_random_frames=learning_starts or None,
+        device=job.device,
+        auto_register_policy_transforms=False,
+    )
+    common = {
+        "collector": collector,
+        "total_frames": total,
+        "frame_skip": 1,
+        "loss_module": agent.loss,
+        "optimizer": agent.optimizer,
+        "logger": None,
+        "clip_grad_norm": True,
+        "clip_norm": float(config["max_grad_norm"]) if config.get("max_grad_norm") is not None else None,
+        "progress_bar": False,
+        "seed": None,
+        "save_trainer_file": None,
+        "enable_logging": False,
+        "auto_log_optim_steps": False,
+    }
+    # Replay buffers are built `compilable`: their storage's and writer's counters are then tensors and ints, not
+    # `multiprocessing.Value`s, whose locks are named semaphores that start multiprocessing's resource tracker
+    # (a child process and a pipe that outlive the call) and whose shared memory holds a file descriptor.
+    with warnings.catch_warnings():  # "PPOTrainer is an experimental/prototype feature", at every construction
+        warnings.filterwarnings("ignore", message=".*experimental/prototype feature", category=UserWarning)
+        if ppo:
+            minibatch = int(config["minibatch_size"])
+            buffer = ReplayBuffer(
+                storage=LazyTensorStorage(batch, device=job.device, compilable=True),
+                sampler=SamplerWithoutReplacement(),
+                writer=RoundRobinWriter(compilable=True),
+                batch_size=minibatch,
+            )
+            lr_scheduler = None
+            if config.get("lr_schedule", "constant") == "linear":  # to 0 at the last iteration; a resumed run
+                start, horizon = first_iteration, first_iteration + job.max_iterations  # goes on over the new total
+                lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
+                    agent.optimizer, lambda step: max(0.0, 1.0 - (start + step) / horizon)
+                )
+            return PPOTrainer(
+                **common,
+                # Each epoch runs until the sampler has handed out every minibatch once. A fixed count would
+                # leave the sampler's iterator one step short of its StopIteration, and the next epoch would
+                # then end at its first step: every other epoch skipped (TorchRL 0.14's ReplayBufferTrainer).
+                optim_steps_per_batch=None,
+                num_epochs=int(config["num_epochs"]),
+                replay_buffer=buffer,
+                gamma=float(config.get("gamma", 0.99)),
+                lmbda=float(config.get("lmbda", 0.95)),
+                lr_scheduler=lr_scheduler,
+            )
+        from torchrl.objectives import SoftUpdate
+
+        trainer = SACTrainer(
+            **common,
+            optim_steps_per_batch=int(config.get("updates_per_iteration", 1)),
+            replay_buffer=None,  # registered below, so that warm-up batches are stored too
+            target_net_updater=SoftUpdate(agent.loss, tau=float(config.get("tau", 0.005))),
+        )
+    buffer = ReplayBuffer(
+        storage=LazyTensorStorage(int(config.get("buffer_size", 100_000)), device=job.device, compilable=True),
+        sampler=RandomSampler(),
+        writer=RoundRobinWriter(compilable=True),
+        batch_size=int(config.get("batch_size", 256)),
+    )
+    # TorchRL's standard hook: every collected batch goes into the buffer (SACTrainer's own registration
+    # extends it only in the update, so that the batches collected before `learning_starts` would be lost).
+    ReplayBufferTrainer(buffer, flatten_tensordicts=True, device=job.device).register(trainer)
+    return trainer
+
+
+def train(job: TrainJob) -> TrainOutcome:
+    """Run TorchRL's trainer for `job.max_iterations` iterations, checkpointing atomically."""
+    import torch
+
+    from rlrun.libraries.torchrl_env import env_class
+
+    # torch's defaults (TorchRL sets none): matmul TF32 off, cuDNN TF32 on unless deterministic, no autotuning.
+    torch_backend_flags(
+        matmul_allow_tf32=False,
+        cudnn_allow_tf32=not job.deterministic,
+        deterministic=job.deterministic,
+        benchmark=False,
+    )
+    agent = Agent(job.algorithm, job.env, job.config, job.device)
+    iteration, optim_steps = job.resume_iteration, 0
+    if job.resume_from is not None:
+        state = agent.load(job.resume_from, job.device, optimizer=True)
+        iteration, optim_steps = int(state["iteration"]), int(state.get("optim_steps", 0))
+    env = env_class()(job.env, seed=job.seed)
+    trainer = _trainer(job, env, agent, iteration)
+    trainer._optim_count = optim_steps
+    counter = {"iteration": iteration}
+    saved: list[Path] = []
+    save_interval = int(job.config.get("save_interval", 50))
+
+    def save() -> None:
+        count = counter["iteration"]
+        state = agent.state(count, int(trainer._optim_count))
+        saved.append(job.save_checkpoint(f"model_{count}.pt", lambda path: torch.save(state, path), count))
+
+    def iteration_done() -> None:  # after the trainer's update of the batch and the collector's weight update
+        counter["iteration"] += 1
+        if counter["iteration"] % save_interval == 0:
+            save()
+
+    trainer.register_op("post_steps", iteration_done)
+    try:
+        try:
+            trainer.train()
+        except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep the agent as it is
+            if counter["iteration"] > iteration:  # numbered by the last iteration whose update ran
+                try:
+                    save()
+                except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                    stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+            raise
+        if not saved or saved[-1].name != f"model_{counter['iteration']}.pt":
+            save()
+    finally:
+        trainer.collector.shutdown()
+    return TrainOutcome(iterations=counter["iteration"], checkpoint=saved[-1] if saved else None)
+
+
+# --- playing and export ---------------------------------------------------------------------------------------
+
+
+def _loaded_agent(job: PlayJob, device: str) -> Agent:
+    agent = Agent(job.algorithm or DEFAULT_ALGORITHM, job.env, job.config, device)
+    agent.load(job.checkpoint, device, optimizer=False)
+    return agent
+
+
+def load_policy(job: PlayJob) -> Policy:
+    """Rebuild the agent, load the checkpoint and return its actor on torch tensors: TorchRL's deterministic
+    action (the mean, the most likely category) or a sample, clipped to a Box."""
+    import torch
+    from tensordict import TensorDict
+    from torchrl.envs.utils import ExplorationType, set_exploration_type
+
+    agent = _loaded_agent(job, job.device)
+    actor = agent.actor.eval()
+    mode = ExplorationType.DETERMINISTIC if job.deterministic else ExplorationType.RANDOM
+
+    def policy(observations: Any) -> Any:
+        data = TensorDict({"observation": observations}, batch_size=observations.shape[:1])
+        with torch.no_grad(), set_exploration_type(mode):
+            actions = actor(data)["action"]
+        if agent.discrete:
+            return actions
+        return torch.clamp(actions, agent.low, agent.high)
+
+    return policy
+
+
+def export_policy(job: PlayJob) -> Any:
+    """The deterministic actor as a plain module on the CPU: the MLP, then the Gaussian's mean (PPO), the
+    tanh-Gaussian's mean scaled to the bounds (SAC) or the most likely category (Discrete)."""
+    agent = _loaded_agent(job, "cpu")
+    return _export_class()(agent)
+
+
+def _export_class() -> type:
+    import torch
+
+    class TorchRLDeterministicPolicy(torch.nn.Module):
+        """Observations in, actions out, as the actor under `ExplorationType.DETERMINISTIC` computes them."""
+
+        def __init__(self, agent: Agent) -> None:
+            super().__init__()
+            self.mlp = agent.network()
+            self.discrete = agent.discrete
+            self.squashed = agent.algorithm == "sac"
+            self.actions = agent.actions
+            if not self.discrete:
+                self.register_buffer("low", agent.low.detach().cpu().clone())
+                self.register_buffer("high", agent.high.detach().cpu().clone())
+
+        def forward(self, observations: torch.Tensor) -> torch.Tensor:
+            output = self.mlp(observations)
+            if self.discrete:
+                return output.argmax(dim=-1)
+            if not self.squashed:
+                return output
+            loc = output[..., : self.actions]
+            return self.low + (torch.tanh(loc) + 1.0) * 0.5 * (self.high - self.low)
+
+    return TorchRLDeterministicPolicy
