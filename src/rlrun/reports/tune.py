@@ -1,0 +1,264 @@
+"""A study's outputs: `trials.csv`, the plots of `optuna.visualization.matplotlib` as PNG, and `report.md`.
+
+    write_trials(out, study.get_trials())          # -> <out>/trials.csv
+    write_report(out, study, "sqlite:///...")      # -> <out>/report.md and <out>/plots/*.png
+
+Optuna draws through pyplot and sets its "ggplot" style sheet with `plt.style.use`, which changes matplotlib's
+global rcParams. Each figure is therefore drawn inside `matplotlib.rc_context()` (rcParams put back after it),
+saved with its own Agg canvas, and closed, so that the pyplot figure list and rcParams are left as the caller
+had them. Parameter importances use fANOVA when scikit-learn is installed, else PED-ANOVA (Optuna's own, NumPy
+only); either needs two or more completed trials, and the report says why a plot is missing.
+
+Layers: imports `rlrun.errors` only; Optuna and matplotlib are imported inside the functions (`HEAVY_MODULES`
+lists what a caller imports first, so that their import effects are not a hermetic call's).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TRIALS_FILE = "trials.csv"
+REPORT_FILE = "report.md"
+PLOTS_DIR = "plots"
+HEAVY_MODULES = (
+    "numpy",
+    "optuna",
+    "optuna.importance",
+    "optuna.visualization.matplotlib",
+    "matplotlib.pyplot",
+    "matplotlib.backends.backend_agg",
+    "rlrun.reports.fonts",
+)
+COLUMNS = ("number", "state", "value", "duration_s", "env_steps", "wall_s", "error", "interrupted", "run_dirs")
+"""The columns of trials.csv, with one `param.<key>` column per searched key after `value`."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One plot of the report: its file, what it shows, or why it is missing."""
+
+    stem: str
+    title: str
+    caption: str
+    path: Path | None
+    missing: str = ""
+
+
+def trial_rows(trials: Sequence[Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The columns and rows of trials.csv for Optuna `FrozenTrial`s, in trial order."""
+    keys = sorted({key for trial in trials for key in trial.params})
+    columns = [*COLUMNS[:3], *(f"param.{key}" for key in keys), *COLUMNS[3:]]
+    rows = []
+    for trial in sorted(trials, key=lambda item: item.number):
+        attrs = trial.user_attrs
+        duration = trial.duration.total_seconds() if trial.duration is not None else None
+        row: dict[str, Any] = {
+            "number": trial.number,
+            "state": trial.state.name,
+            "value": trial.value if trial.state.name in ("COMPLETE", "PRUNED") else None,
+            "duration_s": None if duration is None else round(duration, 3),
+            "env_steps": attrs.get("env_steps"),
+            "wall_s": attrs.get("wall_s"),
+            "error": attrs.get("error"),
+            "interrupted": attrs.get("interrupted"),
+            "run_dirs": ";".join(attrs.get("run_dirs", ())),
+        }
+        if trial.state.name == "PRUNED" and trial.intermediate_values:
+            row["value"] = trial.intermediate_values[max(trial.intermediate_values)]
+        for key in keys:
+            row[f"param.{key}"] = trial.params.get(key)
+        rows.append(row)
+    return columns, rows
+
+
+def write_trials(out: Path, trials: Sequence[Any]) -> Path:
+    """Write `<out>/trials.csv` whole and atomically (a temporary file, then replace)."""
+    columns, rows = trial_rows(trials)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: "" if value is None else value for key, value in row.items()})
+    path = out / TRIALS_FILE
+    _write(path, buffer.getvalue())
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_name(f".{path.name}.tmp")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
+def make_figures(study: Any, plots_dir: Path) -> list[Figure]:
+    """Draw and save the optimisation history, the parameter importances and the parallel coordinates."""
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    figures = []
+    history = "Objective value of every completed trial (dots) and the best so far (line), by trial number."
+    figures.append(_draw(study, plots_dir, "history", "Optimisation history", history, _history, minimum=1))
+    evaluator_name, evaluator = _importance_evaluator()
+    importance = (
+        f"How much of the objective's variation each searched key explains ({evaluator_name}, over the "
+        "completed trials); a guide to what to search next, not a proof."
+    )
+    figures.append(
+        _draw(study, plots_dir, "importances", "Parameter importances", importance, _importances(evaluator), 2)
+    )
+    coordinates = "Each completed trial as a line through its searched values, coloured by its objective value."
+    figures.append(
+        _draw(study, plots_dir, "parallel_coordinates", "Parallel coordinates", coordinates, _parallel, minimum=1)
+    )
+    return figures
+
+
+def _history(study: Any) -> Any:
+    from optuna.visualization.matplotlib import plot_optimization_history
+
+    return plot_optimization_history(study)
+
+
+def _importances(evaluator: Any) -> Any:
+    def draw(study: Any) -> Any:
+        from optuna.visualization.matplotlib import plot_param_importances
+
+        return plot_param_importances(study, evaluator=evaluator)
+
+    return draw
+
+
+def _parallel(study: Any) -> Any:
+    from optuna.visualization.matplotlib import plot_parallel_coordinate
+
+    return plot_parallel_coordinate(study)
+
+
+def _importance_evaluator() -> tuple[str, Any]:
+    """fANOVA (Optuna's default) when scikit-learn is installed, else PED-ANOVA, which needs NumPy only."""
+    import importlib.util
+
+    import optuna
+
+    if importlib.util.find_spec("sklearn") is not None:
+        return "fANOVA", optuna.importance.FanovaImportanceEvaluator(seed=0)
+    return "PED-ANOVA; scikit-learn is not installed for fANOVA", optuna.importance.PedAnovaImportanceEvaluator()
+
+
+def _draw(study: Any, plots_dir: Path, stem: str, title: str, caption: str, draw: Any, minimum: int) -> Figure:
+    """Draw one figure with Optuna inside an rcParams context, save it as PNG, close it; or say why not."""
+    import warnings
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from optuna.trial import TrialState
+
+    path = plots_dir / f"{stem}.png"
+    completed = sum(trial.state == TrialState.COMPLETE for trial in study.get_trials(deepcopy=False))
+    if completed < minimum:
+        path.unlink(missing_ok=True)
+        return Figure(stem, title, caption, None, f"needs {minimum} or more completed trials ({completed} so far)")
+    figure = None
+    try:
+        with matplotlib.rc_context(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Optuna's ExperimentalWarning for its matplotlib plots
+            axes = draw(study)
+            figure = axes.figure if hasattr(axes, "figure") else axes.flat[0].figure
+            figure.set_size_inches(8, 5)
+            FigureCanvasAgg(figure)
+            figure.savefig(path, format="png", dpi=100, bbox_inches="tight")
+    except Exception as error:
+        path.unlink(missing_ok=True)
+        reason = " ".join(str(error).split()) or type(error).__name__
+        return Figure(stem, title, caption, None, f"{type(error).__name__}: {reason}")
+    finally:
+        if figure is not None:
+            plt.close(figure)
+    return Figure(stem, title, caption, path)
+
+
+def render(study: Any, storage: str, figures: Sequence[Figure], out: Path) -> str:
+    """report.md: the study's counts, the best trial, the top trials, the figures."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    states = {state: sum(trial.state == state for trial in trials) for state in TrialState}
+    interrupted = sum(trial.state == TrialState.FAIL and "error" not in trial.user_attrs for trial in trials)
+    lines = [f"# Study `{study.study_name}`", ""]
+    lines.append(
+        f"{len(trials)} trials: {states[TrialState.COMPLETE]} completed, {states[TrialState.PRUNED]} pruned, "
+        f"{states[TrialState.FAIL] - interrupted} failed, {interrupted} interrupted (run again in their place), "
+        f"{states[TrialState.RUNNING]} running. Objective: {study.direction.name.lower()}."
+    )
+    lines += ["", f"Storage: `{storage}`; browse it with `optuna-dashboard {_dashboard_target(storage, out)}`.", ""]
+    completed = [trial for trial in trials if trial.state == TrialState.COMPLETE]
+    if completed:
+        best = study.best_trial
+        lines += [f"## Best trial: {best.number}, value {_number(best.value)}", ""]
+        lines += [
+            f"- `{key}` = `{json.dumps(value) if not isinstance(value, str) else value}`"
+            for key, value in best.params.items()
+        ]
+        lines += ["", "Its complete agent configuration is `best.yaml`.", ""]
+        reverse = study.direction.name == "MAXIMIZE"
+        ranked = sorted(completed, key=lambda trial: trial.value, reverse=reverse)[:10]
+        keys = sorted({key for trial in ranked for key in trial.params})
+        lines += ["## Top trials", "", "| trial | value | " + " | ".join(f"`{key}`" for key in keys) + " |"]
+        lines.append("|---:|---:|" + "---|" * len(keys))
+        for trial in ranked:
+            shown = " | ".join(_value(trial.params.get(key)) for key in keys)
+            lines.append(f"| {trial.number} | {_number(trial.value)} | {shown} |")
+        lines.append("")
+    else:
+        lines += ["No trial has completed yet, so there is no best trial and no `best.yaml`.", ""]
+    failed = [trial for trial in trials if trial.state == TrialState.FAIL and "error" in trial.user_attrs]
+    if failed:
+        lines += ["## Failed trials", ""]
+        lines += [f"- trial {trial.number}: {trial.user_attrs['error']}" for trial in failed]
+        lines.append("")
+    lines += ["## Figures", ""]
+    for figure in figures:
+        if figure.path is None:
+            lines += [f"- {figure.title}: not drawn ({figure.missing}).", ""]
+            continue
+        relative = figure.path.relative_to(out).as_posix()
+        lines += [f"### {figure.title}", "", f"![{figure.title}]({relative})", "", f"*{figure.caption}*", ""]
+    return "\n".join(lines)
+
+
+def _dashboard_target(storage: str, out: Path) -> str:
+    prefix = "sqlite:///"
+    if storage.startswith(prefix):
+        path = Path(storage[len(prefix) :])
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+    return storage
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.2f}"
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else f"`{value}`"
+
+
+def write_report(out: Path, study: Any, storage: str) -> Path:
+    """Draw the figures into `<out>/plots/` and write `<out>/report.md` (atomically); return its path."""
+    figures = make_figures(study, out / PLOTS_DIR)
+    path = out / REPORT_FILE
+    _write(path, render(study, storage, figures, out))
+    return path
+
+
+__all__ = ["HEAVY_MODULES", "TRIALS_FILE", "make_figures", "render", "trial_rows", "write_report", "write_trials"]
