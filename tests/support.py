@@ -202,6 +202,36 @@ def _rl_games_registries() -> None:
     model_builder.NETWORK_REGISTRY.pop("testnet", None)
 
 
+def _tensordict_interaction_type() -> None:
+    from tensordict.nn import InteractionType, set_interaction_type
+
+    set_interaction_type(InteractionType.MODE).__enter__()  # entered and never left, as an exception would leave it
+
+
+def _tensordict_options() -> None:
+    from tensordict import set_capture_non_tensor_stack, set_lazy_legacy, set_list_to_stack
+
+    # Each to its default value, set explicitly (None -> the value): what TorchRL's and users' scripts do.
+    set_lazy_legacy(False).set()
+    set_list_to_stack(True).set()
+    set_capture_non_tensor_stack(False).set()
+
+
+def _tensordict_nn_modes() -> None:
+    from tensordict.nn import add_custom_mapping, set_composite_lp_aggregate
+
+    set_composite_lp_aggregate(False).set()
+    add_custom_mapping("rlrun_test", torch.nn.functional.softplus)
+
+
+def _torchrl_options() -> None:
+    from torchrl import set_auto_unwrap_transformed_env
+    from torchrl.modules.tensordict_module._rnn_precision import set_recurrent_matmul_precision
+
+    set_auto_unwrap_transformed_env(True).set()
+    set_recurrent_matmul_precision("ieee")
+
+
 MUTATIONS: dict[str, Callable[[], None]] = {
     # generic guards (rlrun.hermetic.guards); argv in place like skrl's Isaac Lab loader, then rebound like Hydra
     "sys.argv": lambda: (sys.argv.append("--meddled"), setattr(sys, "argv", ["meddler", "--rebound"])),
@@ -223,7 +253,9 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "logging": _logging,
     "signal handlers": _signals,
     "atexit.register": _atexit,
-    "multiprocessing start method": lambda: multiprocessing.set_start_method("spawn", force=True),
+    "multiprocessing start method": lambda: multiprocessing.set_start_method(  # `import torchrl` sets spawn
+        "forkserver" if multiprocessing.get_start_method(allow_none=True) == "spawn" else "spawn", force=True
+    ),
     "multiprocessing shared-memory heap": _shared_memory,
     "SDL subsystems (pygame)": _pygame,
     "garbage collector": _gc,
@@ -249,6 +281,10 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "skrl.config.warp": _skrl_config_warp,
     "jax.config values": _jax_config_values,
     "rl_games registries": _rl_games_registries,
+    "tensordict interaction type": _tensordict_interaction_type,
+    "tensordict options": _tensordict_options,
+    "tensordict.nn modes": _tensordict_nn_modes,
+    "torchrl options": _torchrl_options,
 }
 """One realistic change per restorable guard, by guard name: the one table that `meddle`, the guard tests
 (`tests/hermetic/test_guards.py`) and the completeness test use. Each change is safe to make in the middle of
@@ -388,6 +424,31 @@ CONTRACT_CASES = {
         },
         12,
     ),
+    "torchrl": (
+        {
+            "library": "torchrl",
+            "num_envs": 4,
+            "max_iterations": 3,
+            "overrides": ("agent.steps_per_env=8", "agent.minibatch_size=16", "agent.num_epochs=2"),
+        },
+        12,
+    ),
+    "torchrl_sac": (
+        {
+            "library": "torchrl",
+            "algorithm": "sac",
+            "num_envs": 4,
+            "max_iterations": 4,
+            "overrides": (
+                "agent.steps_per_env=4",
+                "agent.learning_starts=8",
+                "agent.batch_size=16",
+                "agent.actor.hidden=[16,16]",
+                "agent.critic.hidden=[16,16]",
+            ),
+        },
+        12,
+    ),
 }
 """The libraries (and frameworks) the hermetic contract tests run, one small configuration each."""
 
@@ -397,6 +458,7 @@ SHORT_RUNS = {
     "skrl": ("agent.agent.rollouts=8", "agent.agent.mini_batches=2"),
     "sb3": ("agent.n_steps=8", "agent.batch_size=32", "agent.save_interval=1"),
     "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=32"),
+    "torchrl": ("agent.steps_per_env=8", "agent.minibatch_size=32", "agent.save_interval=1"),
 }
 """Per PyTorch library, overrides for short runs of `rlrun/Pendulum-v1`: 8 steps per env per iteration."""
 

@@ -54,6 +54,31 @@ SPECS = {  # bench spec files written into every workspace
     "spec_run_no_library.yaml": f"tasks: [{PENDULUM}]\nruns: [{{algorithm: ppo}}]\niterations: 1\n",
     "spec_tasks_number.yaml": "tasks: 3\nruns: [rsl_rl]\niterations: 1\n",
     "spec_seeds_mapping.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nseeds: {{a: 1}}\n",
+    # tune specs: rlrun/CartPole-v1 with sb3, one searched key unless the row is about the space
+    **{
+        f"tune_{name}.yaml": f"task: rlrun/CartPole-v1\nlibrary: sb3\niterations: 1\n{body}\n"
+        for name, body in {
+            "unknown_key": "search_space: {agent.learning_rate: 'loguniform(1e-5, 1e-2)'}\nn_trial: 3",
+            "config_key": "search_space: {agent.lr: 'loguniform(1e-5, 1e-2)'}",
+            "env_key": "search_space: {env.bogus: 'uniform(0, 1)'}",
+            "distribution": "search_space: {agent.learning_rate: 'lognormal(1e-5, 1e-2)'}",
+            "reversed": "search_space: {agent.gamma: 'uniform(0.99, 0.9)'}",
+            "log_zero": "search_space: {agent.learning_rate: 'loguniform(0, 1e-2)'}",
+            "int_float": "search_space: {agent.n_epochs: 'int(1.5, 4)'}",
+            "choice_type": 'search_space: {agent.n_epochs: \'choice(["a", "b"])\'}',
+            "empty_space": "search_space: {}",
+            "not_literal": "search_space: {agent.gamma: 'uniform(a, b)'}",
+            "enqueue_outside": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nenqueue: [{agent.gamma: 2.0}]",
+            "enqueue_unsearched": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nenqueue: [{agent.n_epochs: 3}]",
+            "ok": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}",
+        }.items()
+    },
+}
+AGENT_CONFIGS = {  # --agent_config files written into every workspace
+    "agent_broken.yaml": "n_steps: [8,\nbatch_size: {\n",
+    "agent_list.yaml": "- n_steps\n- 8\n",
+    "agent_negative_lr.yaml": "learning_rate: -0.001\n",
+    "agent_no_params.yaml": "config:\n  horizon_length: 8\n",
 }
 
 
@@ -98,9 +123,11 @@ def warm_up() -> None:
     from rlrun.api import planning
     from rlrun.libraries import LIBRARIES, load_adapter
     from rlrun.reports import HEAVY_MODULES
+    from rlrun.reports.tune import HEAVY_MODULES as TUNE_HEAVY_MODULES
 
     names = [*planning.CORE_IMPORTS, *planning.VIDEO_IMPORTS, *planning.EXPORT_IMPORTS, *HEAVY_MODULES]
-    names += ["onnxruntime", "ray"]
+    names += ["onnxruntime", "ray", "rlrun.executors", "sqlalchemy.engine", "sqlalchemy.exc", "rlrun.api.tuning"]
+    names += list(TUNE_HEAVY_MODULES) if planning.has("optuna") else []
     for library in LIBRARIES.values():
         if library.installed:
             names += load_adapter(library).IMPORTS["torch"]
@@ -140,7 +167,7 @@ def workspace(tmp_path, trained, monkeypatch) -> Workspace:
     torch.save({"weights": torch.zeros(3)}, tmp_path / "not_a_checkpoint.pt")
     shutil.copy(rsl_rl, tmp_path / "rsl_rl_alone.pt")  # no run.json beside them: only the format tells
     shutil.copy(sb3, tmp_path / "sb3_alone.zip")
-    for name, text in SPECS.items():
+    for name, text in {**SPECS, **AGENT_CONFIGS}.items():
         (tmp_path / name).write_text(text)
     return Workspace(tmp=tmp_path, logs=tmp_path / "logs", runs=runs, checkpoints={"rsl_rl": rsl_rl, "sb3": sb3})
 
@@ -369,6 +396,15 @@ ROWS = [
         "train rl_games rollout length zero",
         *tiny("--library", "rl_games", "agent.params.config.horizon_length=0"),
     ),
+    # -- train: --agent_config files (a value the library rejects, each short should it be accepted)
+    cli("train --agent_config missing file", *tiny("--library", "sb3", "--agent_config", "{tmp}/nope.yaml")),
+    cli("train --agent_config not YAML", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_broken.yaml")),
+    cli("train --agent_config not a mapping", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_list.yaml")),
+    cli("train --agent_config bad value", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_negative_lr.yaml")),
+    cli(
+        "train --agent_config no params", *tiny("--library", "rl_games", "--agent_config", "{tmp}/agent_no_params.yaml")
+    ),
+    cli("train --agent_config a folder", *tiny("--library", "sb3", "--agent_config", "{tmp}")),
     # -- train: names and choices
     cli("train --task typo", "train", "--task", "CartPol-v1", "--log_root", "{logs}"),
     cli("train --task native typo", "train", "--task", "rlrun/Pendulm-v1", "--log_root", "{logs}"),
@@ -574,6 +610,34 @@ ROWS = [
     cli("random --device cuda without CUDA", *agent("random", "--device", "cuda"), marks=(no_cuda,)),
     cli("random --seed negative", *agent("random", "--seed", "-5")),
     cli("random --num_episodes non-numeric", *agent("random", "--num_episodes", "all")),
+    # -- tune
+    cli("tune spec missing", "tune", "{tmp}/no_such_spec.yaml"),
+    cli("tune spec a list", "tune", "{tmp}/spec_list.yaml"),
+    cli("tune spec without task", "tune", "{tmp}/spec_empty.yaml", "--out", "{tmp}/tune"),
+    cli("tune without spec", "tune", "--out", "{tmp}/tune"),
+    *(
+        cli(f"tune spec {name}", "tune", f"{{tmp}}/tune_{name}.yaml", "--out", "{tmp}/tune")
+        for name in (
+            "unknown_key",
+            "config_key",
+            "env_key",
+            "distribution",
+            "reversed",
+            "log_zero",
+            "int_float",
+            "choice_type",
+            "empty_space",
+            "not_literal",
+            "enqueue_outside",
+            "enqueue_unsearched",
+        )
+    ),
+    cli("tune --pruner typo", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--pruner", "medain"),
+    cli("tune --n_trials zero", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--n_trials", "0"),
+    cli("tune two budgets", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--env_steps", "100"),
+    cli("tune --storage not a URL", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--storage", "study.db"),
+    cli("tune --grace_s below heartbeat", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--grace_s", "5"),
+    cli("tune searched key overridden", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "agent.gamma=0.9"),
     # -- bench
     cli("bench spec missing", "bench", "{tmp}/no_such_spec.yaml"),
     cli("bench spec not YAML", "bench", "{tmp}/random.pt"),

@@ -108,10 +108,16 @@ def test_temporaries_of_dead_writers_are_swept_and_live_ones_kept(tmp_path):
     dead.wait()
     stale = tmp_path / f".model_3.pt.{dead.pid}.abc{runs.TEMPORARY_SUFFIX}"
     mine = tmp_path / f".model_4.pt.{os.getpid()}.def{runs.TEMPORARY_SUFFIX}"
+    interrupted = tmp_path / f".model_5.pt.{os.getpid()}.ghi{runs.TEMPORARY_SUFFIX}"
     stale.write_bytes(b"partial")
     mine.write_bytes(b"being written")
-    runs.atomic_write_text(tmp_path / "run.json", "{}")
-    assert not stale.exists() and mine.exists()
+    interrupted.mkdir()  # this process's, left by a Ctrl-C while the folder was being made: nobody writes in it
+    runs._WRITING.add(mine.name)  # another thread of this process writes in it now
+    try:
+        runs.atomic_write_text(tmp_path / "run.json", "{}")
+    finally:
+        runs._WRITING.discard(mine.name)
+    assert not stale.exists() and mine.exists() and not interrupted.exists()
 
 
 @pytest.mark.parametrize("library", list(SHORT_RUNS))

@@ -160,6 +160,19 @@ def test_play_prints_a_summary_and_json(capsys, trained):
     assert rlrun.main([*words, "--json"]) == 0
     played = json.loads(capsys.readouterr().out)
     assert played["checkpoint"] == str(checkpoint) and len(played["returns"]) == 2
+    assert played["checkpoint_saved"]["file"] == checkpoint.name
+
+
+def test_play_says_what_best_chose_the_checkpoint_by(capsys, trained):
+    root, checkpoint = trained
+    words = ["play", "--task", MEDDLING_TASK, "--log_root", str(root), "--num_episodes", "1", "--num_envs", "2"]
+    assert rlrun.main([*words, "--checkpoint", "best", "--json"]) == 0
+    saved = json.loads(capsys.readouterr().out)["checkpoint_saved"]
+    assert rlrun.main([*words, "--checkpoint", "best"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    score = saved["mean_return"]
+    why = f", training mean return {score:.1f} when saved" if score is not None else ""
+    assert line.endswith(f"{checkpoint.name} (iteration {saved['iteration']}{why})"), line
 
 
 def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):

@@ -33,6 +33,9 @@ _PUBLIC = {
     "BenchResult": "rlrun.api",
     "BenchRun": "rlrun.api",
     "bench": "rlrun.api",
+    "TuneRequest": "rlrun.api",
+    "TuneResult": "rlrun.api",
+    "tune": "rlrun.api",
     "main": "rlrun.cli",
     "errors": "rlrun.errors",
 }
@@ -50,11 +53,14 @@ if TYPE_CHECKING:
         PlayResult,
         TrainRequest,
         TrainResult,
+        TuneRequest,
+        TuneResult,
         bench,
         export,
         play,
         random_agent,
         train,
+        tune,
         zero_agent,
     )
     from rlrun.cli import main
@@ -70,6 +76,8 @@ __all__ = [
     "PlayResult",
     "TrainRequest",
     "TrainResult",
+    "TuneRequest",
+    "TuneResult",
     "bench",
     "errors",
     "export",
@@ -77,6 +85,7 @@ __all__ = [
     "play",
     "random_agent",
     "train",
+    "tune",
     "zero_agent",
 ]
 

@@ -40,6 +40,14 @@ examples:
 """
 
 
+TUNE_EXAMPLES = """\
+examples:
+  rlrun tune tune.yaml
+  rlrun tune tune.yaml --n_trials 40 --executor process --workers 2
+  optuna-dashboard tune/study.db
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises a one-line `InvalidArgument` instead of printing usage and exiting.
 
@@ -145,7 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="{train,play,export,zero,random,bench,report,list}", parser_class=_Parser
+        dest="command",
+        required=True,
+        metavar="{train,play,export,zero,random,bench,tune,report,list}",
+        parser_class=_Parser,
     )
     for command, (summary, request) in COMMAND_HELP.items():
         overrides = "env.KEY=VALUE" if request is AgentRequest else "agent.KEY=VALUE and env.KEY=VALUE"
@@ -175,6 +186,21 @@ def build_parser() -> argparse.ArgumentParser:
     _request_flags(bench, BenchRequest, given_only=True)
     for flag, text in CLI_ONLY_FLAGS:
         bench.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
+    from rlrun.api.tune import TuneRequest
+
+    tune = commands.add_parser(
+        "tune",
+        help="search hyperparameters with Optuna",
+        description=f"{TuneRequest.__doc__} Give a YAML spec (its keys are the flags' names, with search_space and "
+        "enqueue; see README) and flags that override it. Trailing agent.KEY=VALUE and env.KEY=VALUE words are fixed "
+        "overrides of every trial. Running the same command again resumes the study.",
+        epilog=TUNE_EXAMPLES,
+        formatter_class=_HelpFormatter,
+    )
+    tune.add_argument("spec", nargs="?", default=None, help="a YAML tune spec")
+    _request_flags(tune, TuneRequest, given_only=True)
+    for flag, text in CLI_ONLY_FLAGS:
+        tune.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
     report = commands.add_parser(
         "report",
         help="write a bench's report.md and plots",
@@ -248,8 +274,12 @@ def _main(arguments: list[str], stderr: Any) -> int:
                 return _report(call, args)
             if args.command == "bench":
                 return _bench(call, args, arguments)
+            if args.command == "tune":
+                return _tune(call, args)
             if args.command == "list":
-                call.import_modules(("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table"))
+                call.import_modules(
+                    ("gymnasium", "rlrun.envs", "rlrun.envs.plugins", "rich.console", "rich.markup", "rich.table")
+                )
                 return _list(args)
             return _run(call, args, arguments)
     except UserError as error:
@@ -348,6 +378,41 @@ def _bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     return 0 if result.failed == 0 else 1
 
 
+def _tune(call: Any, args: argparse.Namespace) -> int:
+    from rlrun import api
+    from rlrun.api.tune import SPEC_KEYS, TuneRequest, load_spec
+
+    given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
+    given["overrides"] = tuple(args.overrides) or None
+    if args.spec is not None:
+        request = load_spec(args.spec, **given)
+    else:
+        if "task" not in given:
+            raise InvalidArgument("rlrun tune needs a spec file with a search_space (see 'rlrun tune --help').")
+        request = TuneRequest(**{key: value for key, value in given.items() if value is not None})
+    result = api.tune_in_call(call, request, echo=not args.json)
+    if args.json:
+        print(_as_json(result))
+        return 0
+    best = (
+        f"best: trial {result.best_trial}, value {result.best_value:.2f}, config {_relative(result.best_config)}"
+        if result.best_trial is not None and result.best_value is not None
+        else "best: none (no trial completed)"
+    )
+    print(
+        f"tune: {result.n_trials} trials in study {result.study!r} ({result.completed} completed, {result.pruned} "
+        f"pruned, {result.failed} failed; {result.ran} run now)\n{best}\ntrials: {_relative(result.trials)}"
+        + (f"\nreport: {_relative(result.report)}" if result.report else "")
+        + f"\ndashboard: optuna-dashboard {_dashboard(result.storage)}"
+    )
+    return 0
+
+
+def _dashboard(storage: str) -> str:
+    prefix = "sqlite:///"
+    return _relative(Path(storage[len(prefix) :])) if storage.startswith(prefix) else storage
+
+
 def _report(call: Any, args: argparse.Namespace) -> int:
     from rlrun.reports import write_report
 
@@ -376,7 +441,8 @@ def _summary(result: Any) -> str:
         return (
             f"trained {result.library} on {result.task}: {result.iterations} iterations, "
             f"{result.env_steps:,} env steps in {result.wall_time_s:.1f} s ({result.steps_per_s:,.0f} steps/s), "
-            f"{returns}\nrun: {_relative(result.run_dir)}\ncheckpoint: {_relative(result.checkpoint)}"
+            f"{returns}\nrun: {_relative(result.run_dir)}\ncheckpoint: {_relative(result.checkpoint)}\n"
+            + _curves_line(result.run_dir)
         )
     if isinstance(result, ExportResult):
         lines = [f"exported the {result.library} policy of {_relative(result.checkpoint)}:"]
@@ -399,8 +465,30 @@ def _summary(result: Any) -> str:
     return (
         f"{played}mean return {number(result.mean_return)} ± {number(result.std_return)}, "
         f"mean length {number(result.mean_length)}"
-        + (f"\ncheckpoint: {_relative(result.checkpoint)}" if result.checkpoint is not None else "")
+        + (
+            f"\ncheckpoint: {_relative(result.checkpoint)}{_saved(result.checkpoint_saved)}"
+            if result.checkpoint is not None
+            else ""
+        )
     )
+
+
+def _saved(entry: dict[str, Any] | None) -> str:
+    """What the run recorded of a checkpoint when it saved it (what `--checkpoint best` chooses by)."""
+    if not entry:
+        return ""
+    parts = [f"iteration {entry['iteration']}"] if isinstance(entry.get("iteration"), int) else []
+    score = entry.get("mean_return")
+    if isinstance(score, (int, float)) and not isinstance(score, bool) and score == score:
+        parts.append(f"training mean return {score:.1f} when saved")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _curves_line(run_dir: Path) -> str:
+    """How to view a training's curves: TensorBoard on its library's folder (`<log_root>/<library>`), which
+    shows this run beside the library's others; every run has the same `rlrun/*` scalars."""
+    library_dir = run_dir.parent.parent
+    return f"curves: tensorboard --logdir {_relative(library_dir)}  (this run: {run_dir.relative_to(library_dir)})"
 
 
 def _relative(path: Path | None) -> str:
@@ -433,29 +521,36 @@ def _list(args: argparse.Namespace) -> int:
         table.add_column("what")
         for library in LIBRARIES.values():
             version = library.version
+            plugin = f" (adapter from the package {library.provider})" if library.provider != "rlrun" else ""
             table.add_row(
                 library.name,
                 f"yes ({version})" if library.installed else "no",
                 ", ".join(library.action_spaces),
                 "" if library.installed else escape(library.install_hint),
-                library.summary,
+                escape(library.summary + plugin),
             )
         console.print(table)
+        from rlrun.libraries.plugins import BROKEN
+
+        for name, reason in BROKEN.items():
+            console.print(escape(f"library plugin {name!r} left out: {reason}"), soft_wrap=True)
     if args.what in ("tasks", "all"):
         import gymnasium
 
-        from rlrun.envs import NATIVE_TASKS
+        from rlrun.envs import NATIVE_TASKS, plugins
 
         table = Table(title="tasks (rlrun's batched torch tasks; any Gymnasium id works too)", title_justify="left")
-        for column in ("task", "default library", "time limit"):
+        for column in ("task", "package", "default library", "time limit"):
             table.add_column(column)
         for task in NATIVE_TASKS.values():
-            table.add_row(task.id, task.default_library, str(task.max_episode_steps))
+            table.add_row(task.id, escape(plugins.provider(task)), task.default_library, str(task.max_episode_steps))
         if args.gymnasium:
             for task_id, spec in sorted(gymnasium.registry.items()):
                 if task_id not in NATIVE_TASKS:
-                    table.add_row(task_id, "(by action space)", str(spec.max_episode_steps or "-"))
+                    table.add_row(task_id, "", "(by action space)", str(spec.max_episode_steps or "-"))
         console.print(table)
+        for name, reason in plugins.BROKEN.items():
+            console.print(escape(f"task plugin {name} left out: {reason}"), soft_wrap=True)
         if not args.gymnasium:
             console.print(
                 f"and {len(gymnasium.registry) - len(NATIVE_TASKS)} Gymnasium ids (rlrun list tasks --gymnasium)"

@@ -76,6 +76,8 @@ def evaluate(
         env_steps += env.num_envs
         done = terminated | truncated
         if bool(done.any()):
+            if hasattr(policy, "episodes_ended"):  # a recurrent policy forgets the episodes that ended
+                policy.episodes_ended(done)
             for index in done.nonzero().flatten().tolist():
                 if cap is None or finished[index] < cap:
                     episodes.append((finished[index], index, float(running[index]), int(steps[index])))

@@ -10,7 +10,8 @@ Layout of one run (Isaac Lab's, so its users find their way):
         events.out.tfevents.*
 
 Every file rlrun writes goes through a temporary file in the same directory, flush, fsync and
-`os.replace`, so a reader sees the old file or the new one, never a partial one.
+`os.replace`, so a reader sees the old file or the new one, never a partial one. Files and folders get
+the modes the process's umask gives (0644 and 0755 under umask 022), as every other tool's output does.
 """
 
 from __future__ import annotations
@@ -53,34 +54,61 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path)
     sweep_temporaries(target.parent)
-    folder = Path(
-        tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent)
-    )
-    temporary = folder / target.name
-    try:
+    folder: Path | None = None
+    try:  # the folder is made inside the `try`: a Ctrl-C at any point after it exists still removes it
+        folder = Path(
+            tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent)
+        )
+        _WRITING.add(folder.name)
+        temporary = folder / target.name
+        mode = _new_file_mode(folder)
         yield temporary
         with open(temporary, "rb+") as written:
             os.fsync(written.fileno())
+            if os.fstat(written.fileno()).st_mode & 0o7777 != mode:
+                os.fchmod(written.fileno(), mode)
         os.replace(temporary, target)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    folder.rmdir()
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+            _WRITING.discard(folder.name)
     _fsync_directory(target.parent)
+
+
+_WRITING: set[str] = set()
+"""The temporary folders this process is writing in now; `sweep_temporaries` removes this process's others
+(left by an interrupt that came while one was being made or removed)."""
+
+
+def _new_file_mode(folder: Path) -> int:
+    """The mode a plain `open(path, "w")` gives a new file in this process: `0o666` less the umask.
+
+    Found by making an empty file in `folder` rather than by `os.umask`, which can only be read by setting
+    it, and a file another thread makes in between would get the wrong mode. `atomic_path` gives the written
+    file this mode, so a run's files are as readable as any other tool's output (0644 under umask 022, 0600
+    under 077) whatever the writer did: one that wrote through `mkstemp` would leave 0600.
+    """
+    probe = folder / ".mode"
+    descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    try:
+        return os.fstat(descriptor).st_mode & 0o7777
+    finally:
+        os.close(descriptor)
+        probe.unlink()
 
 
 def sweep_temporaries(directory: Path) -> list[Path]:
     """Delete temporary files that a writer killed mid-write (SIGKILL, power loss) left in `directory`.
 
-    A temporary file's name carries its writer's process id; only files of processes that no longer run
-    are deleted, so a concurrent writer's file is left alone. They are never taken for checkpoints anyway:
-    lookups only consider files that run.json lists.
+    A temporary file's name carries its writer's process id; only files of processes that no longer run, and
+    this process's own that it is not writing in, are deleted, so a concurrent writer's file is left alone.
+    They are never taken for checkpoints anyway: lookups only consider files that run.json lists.
     """
     removed = []
     for candidate in directory.glob(f".*{TEMPORARY_SUFFIX}"):
         parts = candidate.name.rsplit(".", 3)
         pid = int(parts[-3]) if len(parts) == 4 and parts[-3].isdigit() else None
-        if pid is None or pid == os.getpid() or _running(pid):
+        if pid is None or (pid == os.getpid() and candidate.name in _WRITING) or (pid != os.getpid() and _running(pid)):
             continue
         if candidate.is_dir():
             shutil.rmtree(candidate, ignore_errors=True)

@@ -164,3 +164,59 @@ def test_a_bench_killed_with_sigkill_resumes_with_no_lost_and_no_duplicate_row(t
     assert f"{len(kept)} reused" in finished.stdout or f"{len(kept)} reused" in finished.stderr + finished.stdout
     by_seed = {row["seed"]: row for row in rows}
     assert all(by_seed[row["seed"]]["run_dir"] == row["run_dir"] for row in kept), "finished cells were not rerun"
+
+
+class RecordingBoard:
+    """A bench display that records what the bench tells it."""
+
+    def __init__(self, cells):
+        self.labels = dict(cells)
+        self.events: list[tuple] = []
+
+    def start(self, key):
+        self.events.append(("start", key))
+
+    def iteration(self, key, iteration, steps_per_s, mean_return):
+        self.events.append(("iteration", key, iteration))
+
+    def finish(self, key, status, summary):
+        self.events.append(("finish", key, status, summary))
+
+    def stop(self):
+        self.events.append(("stop",))
+
+
+def test_a_pool_bench_shows_every_iteration_and_a_worker_killed_mid_cell_fails_that_cell_alone(tmp_path):
+    """The pool's workers send each iteration back (`rlrun.executors.report`), so the live table moves while a
+    cell trains; a worker SIGKILLed in the middle of a cell fails that cell with the reason, is replaced, and
+    the next cell completes."""
+    boards: list[RecordingBoard] = []
+
+    def display(cells):
+        boards.append(RecordingBoard(cells))
+        return boards[-1]
+
+    result = rlrun.bench(
+        rlrun.BenchRequest(
+            tasks=("dying_task:RlrunTestDying-v0", "rlrun/CartPoleContinuous-v1"),
+            runs=("rsl_rl",),
+            seeds=(0,),
+            iterations=3,
+            num_envs=2,
+            overrides=SMALL_RSL_RL,
+            out=str(tmp_path / "bench"),
+            executor="process",
+            workers=1,
+            report=False,
+        ),
+        display=display,
+    )
+    (board,) = boards
+    died, trained = sorted(result.rows, key=lambda row: row["task"] != "dying_task:RlrunTestDying-v0")
+    assert died["status"] == "failed" and died["error"] == "worker died: killed by signal SIGKILL"
+    assert trained["status"] == "completed" and trained["iterations"] == 3
+    key = trained["key"]
+    mine = [event for event in board.events if event[1:2] == (key,)]
+    assert [event[0] for event in mine] == ["start", "iteration", "iteration", "iteration", "finish"]
+    assert [event[2] for event in mine if event[0] == "iteration"] == [1, 2, 3]
+    assert board.events[-1] == ("stop",)

@@ -189,6 +189,8 @@ def test_main_returns_the_exit_code_of_a_library_exit_and_restores(kind, case, l
     words = [kind, "--task", MEDDLING_TASK, "--library", arguments["library"], "--num_envs", "2"]
     if arguments.get("ml_framework"):
         words += ["--ml_framework", arguments["ml_framework"]]
+    if arguments.get("algorithm"):
+        words += ["--algorithm", arguments["algorithm"]]
     if kind == "train":
         words += [
             "--log_root",

@@ -117,6 +117,14 @@ SMALL_RUNS = {
     "sb3-td3": ("sb3", "td3", CONTINUOUS, ("agent.learning_starts=8",)),
     "rl_games-continuous": ("rl_games", "ppo", CONTINUOUS, ("agent.params.config.minibatch_size=64",)),
     "rl_games-discrete": ("rl_games", "ppo", DISCRETE, ("agent.params.config.minibatch_size=64",)),
+    "torchrl-ppo-continuous": ("torchrl", "ppo", CONTINUOUS, ("agent.steps_per_env=16", "agent.minibatch_size=64")),
+    "torchrl-ppo-discrete": (
+        "torchrl",
+        "ppo",
+        DISCRETE,
+        ("agent.steps_per_env=32", "agent.minibatch_size=64", "agent.lr_schedule=constant"),
+    ),
+    "torchrl-sac": ("torchrl", "sac", CONTINUOUS, ("agent.learning_starts=8",)),
 }
 
 

@@ -40,6 +40,8 @@ STOPPED_FILES = {
     "skrl_jax": "checkpoints/agent_24.pickle",
     "sb3": "model_3.zip",
     "rl_games": "nn/last_*_ep_3_rew_*.pth",
+    "torchrl": "model_3.pt",
+    "torchrl_sac": "model_3.pt",
 }
 RESUMED_FILES = {
     "rsl_rl": "model_4.pt",
@@ -47,6 +49,8 @@ RESUMED_FILES = {
     "skrl_jax": "checkpoints/agent_40.pickle",
     "sb3": "model_5.zip",
     "rl_games": "nn/last_*_ep_5_rew_*.pth",
+    "torchrl": "model_5.pt",
+    "torchrl_sac": "model_5.pt",
 }
 
 
@@ -163,6 +167,7 @@ SIGNALLED = {
         "rlrun/Pendulum-v1",
         ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=16"),
     ),
+    "torchrl": ("rlrun/CartPole-v1", ("agent.steps_per_env=8", "agent.minibatch_size=16", "agent.num_epochs=2")),
 }
 DEADLINE_S = 240.0
 """How long a child may take to start training, or to stop once signalled (imports on a loaded machine)."""

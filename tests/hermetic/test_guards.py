@@ -39,6 +39,14 @@ def test_guard_restores_value_and_identity(name, monkeypatch):
         import_library(guard.owner)
         if not guard.available():
             pytest.skip(f"{name} reads a module that is not installed")
+    if name == "SDL subsystems (pygame)":  # a render outside rlrun (another test's) may have left SDL running
+        import pygame
+
+        from rlrun.hermetic.guards import _capture_sdl, _sdl
+
+        if _capture_sdl():
+            pygame.quit()
+            _sdl().SDL_Quit()
     monkeypatch.setenv("RLRUN_TEST_SENTINEL", "caller")  # so that the mutation changes and deletes variables too
     monkeypatch.setenv("RLRUN_TEST_DELETED", "caller")
     before = census.snapshot()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import random
 import sys
 import threading
@@ -186,3 +187,14 @@ def test_an_exit_hook_of_a_nested_call_runs_once_and_is_counted_once():
         assert ran == [1], "the nested call's hook runs at the nested call's end"
         assert census.compare(before, census.snapshot()) == []
     assert ran == [1], "and not again at the outer call's end"
+
+
+def test_a_prepared_effect_belongs_to_the_import_phase_not_the_call(monkeypatch):
+    """`Call.prepare(effect)` runs a once-per-process set-up before the capture (the resource tracker under
+    `spawn`): what it changes stays, and the leak detector does not take it for the call's."""
+    monkeypatch.delenv("RLRUN_TEST_PREPARED", raising=False)
+    with hermetic_call(check_leaks=True) as call:
+        call.prepare(lambda: os.environ.__setitem__("RLRUN_TEST_PREPARED", "1"))
+        with call.guarded():
+            pass
+    assert os.environ["RLRUN_TEST_PREPARED"] == "1"

@@ -156,8 +156,9 @@ def test_nothing_is_written_outside_the_run_directory(tmp_path, monkeypatch):
     result = small_train(tmp_path / "logs")
     assert list(cwd.iterdir()) == []
     assert list((tmp_path / "logs" / "rl_games").glob("*/*")) == [result.run_dir]
-    written = {path.name for path in result.run_dir.iterdir()}
+    written = {path.name for path in result.run_dir.iterdir() if not path.name.startswith("events.out.tfevents.")}
     assert written == {"console.log", "metrics.csv", "nn", "params", "run.json", "summaries"}
+    assert len(list(result.run_dir.glob("events.out.tfevents.*.rlrun"))) == 1  # rlrun's own curves
     assert list((result.run_dir / "summaries").glob("events.out.tfevents.*"))
 
 

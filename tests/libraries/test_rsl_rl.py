@@ -86,3 +86,31 @@ def test_resume_continues_counters_optimiser_and_normaliser(log_root):
     manifest = json.loads((resumed.run_dir / "run.json").read_text())
     assert manifest["parent"]["checkpoint"] == str(first.checkpoint)
     assert manifest["parent"]["run"] == str(first.run_dir)
+
+
+def test_training_starts_no_git_process(log_root, monkeypatch):
+    """RSL-RL's code-state logging would run GitPython on the repository holding rsl_rl (the enclosing project's,
+    when the environment lives inside one, as in CI), leaving persistent `git cat-file` processes to the
+    collector; the adapter turns it off."""
+    import subprocess
+
+    started = []
+    original = subprocess.Popen.__init__
+
+    def record(self, args, *rest, **kwargs):
+        started.append(list(args) if isinstance(args, list | tuple) else [args])
+        original(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+    result = rlrun.train(
+        rlrun.TrainRequest(
+            task="rlrun/Pendulum-v1",
+            library="rsl_rl",
+            num_envs=4,
+            max_iterations=1,
+            log_root=str(log_root),
+            overrides=("agent.num_steps_per_env=8",),
+        )
+    )
+    assert [args for args in started if args and str(args[0]).endswith("git") and "version" not in args] == []
+    assert not list(result.run_dir.rglob("*.diff"))

@@ -358,27 +358,3 @@ def test_skrls_log_lines_go_to_the_console_log_unless_verbose(log_root, capfd):
     console = verbose.run_dir / "console.log"
     assert not console.exists() or "Seed: 1" not in console.read_text(encoding="utf-8")
     assert logging.getLogger("skrl").handlers is handlers
-
-
-SPAWN_CALLER = """
-import multiprocessing, sys
-multiprocessing.set_start_method("spawn")
-import rlrun
-rlrun.train(rlrun.TrainRequest(task="rlrun/Pendulum-v1", library="skrl", num_envs=4, max_iterations=1,
-    log_root=sys.argv[1], overrides=("agent.agent.rollouts=8", "agent.agent.mini_batches=1")), check_leaks=True)
-assert multiprocessing.get_start_method() == "spawn"
-"""
-
-
-@pytest.mark.slow
-def test_a_caller_on_the_spawn_start_method_is_left_without_a_resource_tracker(tmp_path):
-    """SKRL's trainers make a tqdm bar, and tqdm's first bar makes a multiprocessing lock; under `spawn` that
-    starts multiprocessing's resource tracker process. The lock is made in the import phase
-    (`rlrun.libraries.tqdm_lock`), so the leak detector (on here) finds no process the call left."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", SPAWN_CALLER, str(tmp_path)], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-2000:]

@@ -11,7 +11,8 @@ One role per module:
 - `training`, `playing`, `exporting`, `agents`: one call body each, with its public function and
   its `*_in_call` form for a caller that already holds a hermetic call (the CLI);
 - `iterations`: what a training does at each step: metrics.csv rows, stop requests, Ctrl-C and SIGTERM;
-- `bench`, `cells`: tasks x runs x seeds on an executor (`rlrun.executors`), results and report.
+- `bench`, `cells`: tasks x runs x seeds on an executor (`rlrun.executors`), results and report;
+- `tune`, `tuning`, `search_space`: an Optuna study whose trials are hermetic trainings on an executor.
 
 Each call runs in three phases (see `rlrun.hermetic.scope`): plan (parse and validate the request,
 import what it needs; nothing else changes and no directory is made), run (inside the guarded
@@ -37,6 +38,7 @@ from rlrun.api.requests import (
     TrainResult,
 )
 from rlrun.api.training import train, train_in_call
+from rlrun.api.tune import TuneRequest, TuneResult, tune, tune_in_call
 from rlrun.errors import UserError
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "TaskRequest",
     "TrainRequest",
     "TrainResult",
+    "TuneRequest",
+    "TuneResult",
     "UserError",
     "agent_in_call",
     "bench",
@@ -67,5 +71,7 @@ __all__ = [
     "random_agent",
     "train",
     "train_in_call",
+    "tune",
+    "tune_in_call",
     "zero_agent",
 ]

@@ -301,7 +301,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
     skipped: list[dict[str, Any]] = []
     for task in tasks:
         space = _action_space(call, task)
-        threshold = _reward_threshold(task)
+        threshold = _reward_threshold(call, task)
         for run, given in zip(bench_runs, labels, strict=True):
             for seed in seeds:
                 train = TrainRequest(
@@ -323,7 +323,8 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
                     raise InvalidArgument(f"bench cell {task} x {given} x seed {seed}: {error}") from None
                 key_request = dataclasses.replace(
                     train,
-                    task=plan.task,
+                    # `module:id` stays as given: a pool worker or Ray node imports the module from it
+                    task=task if ":" in task else plan.task,
                     library=plan.library.name,
                     algorithm=plan.algorithm,
                     ml_framework=plan.ml_framework,
@@ -404,7 +405,7 @@ def _action_space(call: Call, task: str) -> str:
     from rlrun.api.planning import env_errors
     from rlrun.envs import make_env, resolve_task
 
-    resolved = resolve_task(task)
+    resolved = resolve_task(task, call.import_modules)
     with call.guarded(), env_errors(resolved):
         env = make_env(resolved, 1)
         try:
@@ -413,12 +414,12 @@ def _action_space(call: Call, task: str) -> str:
             env.close()
 
 
-def _reward_threshold(task: str) -> float | None:
+def _reward_threshold(call: Call, task: str) -> float | None:
     import gymnasium
 
     from rlrun.envs import resolve_task
 
-    spec = gymnasium.registry.get(resolve_task(task))
+    spec = gymnasium.registry.get(resolve_task(task, call.import_modules))
     return None if spec is None or spec.reward_threshold is None else float(spec.reward_threshold)
 
 
@@ -531,13 +532,15 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
     )
     board = None if display is None else display([(cell.key, _cell_label(cell)) for cell in cells])
     function: Callable[[Any], Any] = run_cell
-    if board is not None and plan.executor == "inline":
+    on_progress = None
+    if board is not None:
         shown = board
+        function = functools.partial(run_cell, listener=_report_iteration)
 
-        def listen(cell: Cell, row: IterationRow) -> None:
-            shown.iteration(cell.key, row.iteration, row.steps_per_s, row.mean_return)
+        def on_progress(index: int, message: Any) -> None:
+            iteration, steps_per_s, mean_return = message
+            shown.iteration(cells[index].key, iteration, steps_per_s, mean_return)
 
-        function = functools.partial(run_cell, listener=listen)
     started: dict[int, float] = {}
 
     def on_start(index: int) -> None:
@@ -547,7 +550,7 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
 
     try:
         with executor:
-            for finished in executor.run(function, cells, on_start):
+            for finished in executor.run(function, cells, on_start, on_progress):
                 cell = cells[finished.index]
                 row = finished.value
                 if finished.error is not None or not isinstance(row, Mapping):
@@ -559,6 +562,13 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
     finally:
         if board is not None:
             board.stop()
+
+
+def _report_iteration(cell: Cell, row: IterationRow) -> None:
+    """A cell's iteration, to the bench's display wherever the cell runs (inline, or a pool worker's pipe)."""
+    from rlrun.executors import report
+
+    report((row.iteration, row.steps_per_s, row.mean_return))
 
 
 def _cell_label(cell: Cell) -> str:

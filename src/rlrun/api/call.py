@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlrun import rollout
+from rlrun import rollout, runs
 from rlrun.api.planning import env_errors
 from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
 from rlrun.api.requests import PlayResult
@@ -251,6 +251,7 @@ def play_result(
         env_steps=episodes.env_steps,
         steps_per_s=episodes.env_steps / max(episodes.wall_time_s, 1e-9),
         videos=video.files() if video else (),
+        checkpoint_saved=runs.checkpoint_entry(run, checkpoint) if run and checkpoint else None,
     )
 
 

@@ -2,8 +2,9 @@
 
 `IterationClock` is the `on_step` hook of rlrun's episode statistics. At every iteration boundary
 (every `env_steps_per_iteration` env steps) it appends a row to the run's `metrics.csv`, the same
-columns for every library, flushed as it goes so that a killed run keeps its curve, and asks the
-caller's `on_iteration` whether to go on. At any step it raises `TrainingStopped` once a stop was
+columns for every library, flushed as it goes so that a killed run keeps its curve, plots the same
+row as the run's `rlrun/*` TensorBoard scalars (`rlrun.api.curves`), and asks the caller's
+`on_iteration` whether to go on. At any step it raises `TrainingStopped` once a stop was
 asked for: by `on_iteration`, or by a first Ctrl-C (SIGINT) or SIGTERM, which `stop_signals` turns
 into a request instead of an exception in the middle of the library's update. A second signal
 stops at once. The adapter saves a checkpoint as the exception passes through it.
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from rlrun.api.curves import Curves
 from rlrun.errors import TrainingStopped
 
 METRICS_FILE = "metrics.csv"
@@ -75,13 +77,16 @@ class IterationClock:
         self._started = time.perf_counter()
         self._file: TextIO | None = None
         self._writer: Any = None
+        self.curves = Curves()
 
     def open(self, run_dir: Path) -> None:
-        """Start `metrics.csv` in the run directory (its header now, a row per iteration as they end)."""
+        """Start `metrics.csv` (its header now, a row per iteration as they end) and the `rlrun/*` curves in the
+        run directory; `close` closes both, even after a failed `open`."""
         self._file = open(run_dir / METRICS_FILE, "w", encoding="utf-8", newline="")  # noqa: SIM115
         self._writer = csv.writer(self._file)
         self._writer.writerow(METRICS_COLUMNS)
         self._file.flush()
+        self.curves.open(run_dir)
         self._started = time.perf_counter()
 
     def request_stop(self, reason: str = "stopped") -> None:
@@ -126,12 +131,16 @@ class IterationClock:
         if self._file is not None:
             self._writer.writerow(["" if value is None else value for value in vars(row).values()])
             self._file.flush()
+        self.curves.add(row)
         return row
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        try:
+            self.curves.close()
+        finally:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
 
 
 @contextlib.contextmanager

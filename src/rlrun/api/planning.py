@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rlrun import configs, runs
+from rlrun.api.curves import CURVE_IMPORTS
 from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
     EXPORT_FORMATS,
@@ -38,9 +39,10 @@ from rlrun.hermetic import Call
 from rlrun.libraries import LIBRARIES, Library, check_installed, get_library, libraries_for, load_adapter
 from rlrun.libraries.base import Adapter
 
-CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
+CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs", "rlrun.envs.plugins")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
-imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's."""
+imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's.
+`rlrun.envs.plugins` registers the installed packages' `rlrun.tasks` as it is imported."""
 VIDEO_IMPORTS = (
     "pygame",
     "moviepy",
@@ -78,7 +80,10 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
             raise InvalidArgument("--checkpoint and --load_run continue a run only with --resume; add --resume.")
         checkpoint, checkpoint_run = _resolve_checkpoint(target, request, request.checkpoint or "latest")
     settled = _settle(call, target, request, checkpoint, checkpoint_run)
-    agent, environment = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
+    call.import_modules(CURVE_IMPORTS)  # the run's rlrun/* TensorBoard curves
+    agent, environment, source = _configs(
+        target, settled.algorithm, checkpoint_run, request.overrides, request.agent_config
+    )
     num_envs = request.num_envs or agent.get("num_envs", 1)
     _check_int(num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
     _check_int(agent.get("max_iterations"), "the number of iterations", minimum=1, flag="agent.max_iterations")
@@ -89,7 +94,8 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
         **_task_fields(target, request, environment, num_envs, _resolve_seed(request.seed, agent.get("seed"))),
         **_library_fields(target, settled, agent, library_config, checkpoint_run, request.verbose),
         max_iterations=request.max_iterations or int(agent.get("max_iterations", 1)),
-        env_steps_per_iteration=target.adapter.env_steps_per_iteration(library_config, num_envs),
+        env_steps_per_iteration=_steps_per_iteration(target, library_config, num_envs),
+        agent_config_source=source,
         resume_from=checkpoint,
         resume_iteration=_recorded_iteration(checkpoint, checkpoint_run),
         run_name=request.run_name,
@@ -108,7 +114,7 @@ def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
     _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
     checkpoint, checkpoint_run = _resolve_checkpoint(target, request, request.checkpoint or "latest")
     settled = _settle(call, target, request, checkpoint, checkpoint_run)
-    agent, environment = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
+    agent, environment, _ = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
     num_envs = request.num_envs or min(request.num_episodes, 64)
     return PlayPlan(
         **_task_fields(target, request, environment, num_envs, _resolve_seed(request.seed, agent.get("seed"))),
@@ -148,7 +154,7 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
             f"{settled.ml_framework}; train it with --ml_framework torch to export it."
         )
     call.import_modules(EXPORT_IMPORTS[: 3 if "onnx" in formats else 0] + ("onnxruntime",) * has("onnxruntime"))
-    agent, environment = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
+    agent, environment, _ = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
     return ExportPlan(
         **_task_fields(
             target, request, environment, request.num_envs or 8, _resolve_seed(request.seed, agent.get("seed"))
@@ -172,7 +178,7 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
     import_core(call, request.video)
     from rlrun.envs import env_config, resolve_task
 
-    task = resolve_task(request.task)
+    task = resolve_task(request.task, call.import_modules)  # `module:id`: the module is imported
     _check_renderable(task, request.video)
     scoped = configs.split_overrides(request.overrides)
     if scoped["agent"]:
@@ -284,8 +290,31 @@ def _library_fields(
 def import_core(call: Call, video: bool) -> None:
     """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
     call.import_modules(CORE_IMPORTS)
+    if resource_tracker_due():
+        call.prepare(start_resource_tracker)
     if video:
         call.import_modules([name for name in VIDEO_IMPORTS if has(name.partition(".")[0])])
+
+
+def resource_tracker_due() -> bool:
+    """Whether the start method is `spawn` or `forkserver` and multiprocessing's resource tracker has not started."""
+    import multiprocessing
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    running = getattr(tracker, "_pid", None) is not None
+    return not running and multiprocessing.get_start_method(allow_none=True) in ("spawn", "forkserver")
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker process now, as an effect of the import phase: under `spawn`
+    or `forkserver`, the first lock or queue a library makes would start it inside the call (tqdm's bar lock,
+    tensorboardX's event queue), for the rest of the process. Stopping it after the call instead would unlink
+    the semaphores of locks that live on (tqdm's), so it is started before, as a fresh process running the
+    library would have it. Under `fork` (Linux's default) nothing needs it (`resource_tracker_due`)."""
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
 
 
 def _target(call: Call, request: LibraryRequest) -> _Target:
@@ -297,7 +326,7 @@ def _target(call: Call, request: LibraryRequest) -> _Target:
     import_core(call, request.video)
     from rlrun.envs import resolve_task
 
-    task = resolve_task(request.task)
+    task = resolve_task(request.task, call.import_modules)  # `module:id`: the module is imported
     _check_renderable(task, request.video)
     library = _choose_library(call, task, request.library)
     return _Target(
@@ -576,9 +605,10 @@ def _identify_checkpoint(path: Path, other_than: str) -> str | None:
 
 
 def _configs(
-    target: _Target, algorithm: str, run: runs.Run | None, overrides: tuple[str, ...]
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The agent and env configurations, overrides applied: the run's own when continuing one, else the defaults."""
+    target: _Target, algorithm: str, run: runs.Run | None, overrides: tuple[str, ...], agent_config: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The agent and env configurations, overrides applied, and where the agent's came from: the run's own
+    when continuing one, else the defaults (`configs.starting_config`); an `agent_config` file replaces either."""
     from rlrun.envs import env_config
 
     scoped = configs.split_overrides(overrides)
@@ -588,14 +618,39 @@ def _configs(
 
         agent = yaml.safe_load((saved / "agent.yaml").read_text(encoding="utf-8"))
         environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
+        source = {"from": "run", "path": str(saved / "agent.yaml")}
     else:
-        agent = configs.load_agent_config(target.library.name, algorithm, target.task)
+        agent = source = None
         with env_errors(target.task):
             environment = env_config(target.task)
+    if agent is None or agent_config is not None:
+        agent, source = configs.starting_config(
+            target.library.name,
+            algorithm,
+            target.task,
+            path=agent_config,
+            steps_per_iteration=target.adapter.env_steps_per_iteration,
+        )
     return (
         configs.apply_overrides(agent, scoped["agent"], scope="agent"),
         configs.apply_overrides(environment, scoped["env"], scope="env"),
+        source,
     )
+
+
+def _steps_per_iteration(target: _Target, library_config: dict[str, Any], num_envs: int) -> int:
+    """The adapter's env steps per iteration, which also checks the configuration; a key it needs and
+    the configuration lacks (an `--agent_config` file of another layout) is a one-line user error."""
+    try:
+        return target.adapter.env_steps_per_iteration(library_config, num_envs)
+    except UserError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        what = f"lacks the key {error.args[0]!r}" if isinstance(error, KeyError) else f"is not readable ({error})"
+        raise InvalidArgument(
+            f"the {target.library.name} agent configuration {what}; start from a run's params/agent.yaml "
+            f"(rlrun train --library {target.library.name} writes one)."
+        ) from None
 
 
 def _recorded_iteration(checkpoint: Path | None, run: runs.Run | None) -> int:

@@ -68,6 +68,8 @@ class TrainPlan(LibraryPlan):
 
     max_iterations: int
     env_steps_per_iteration: int
+    agent_config_source: dict[str, Any]
+    """Where `agent_config` came from (`configs.starting_config`), recorded in run.json."""
     resume_from: Path | None
     resume_iteration: int
     """The iteration the parent run recorded for `resume_from` (0 for none or a file outside a run)."""

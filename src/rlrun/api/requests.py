@@ -117,6 +117,9 @@ class TrainRequest(LibraryRequest):
     """Library iterations (RSL-RL: rollouts of `num_steps_per_env` steps per env, then an update)."""
     resume: bool = False
     """Continue from `checkpoint` (default `latest`): weights, optimiser, normaliser, counters."""
+    agent_config: str | None = None
+    """A YAML agent configuration in the library's own layout (as a run's `params/agent.yaml`); it replaces the
+    shipped one, and `agent.` overrides apply on top. None: rlrun's tuned configuration (for sb3, RL Zoo's)."""
     run_name: str | None = None
     """Suffix of the run directory name."""
     video_interval: int = 2000
@@ -222,6 +225,9 @@ class PlayResult:
     env_steps: int
     steps_per_s: float
     videos: tuple[Path, ...] = ()
+    checkpoint_saved: dict[str, Any] | None = None
+    """The run's record of the checkpoint played (`iteration`, `env_steps`, `mean_return` when it was saved), or
+    None for a checkpoint outside a run: what `--checkpoint best` chose it by."""
 
 
 @functools.cache

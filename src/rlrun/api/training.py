@@ -173,6 +173,7 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
         "max_iterations": plan.max_iterations,
         "device": plan.device,
         "argv": list(plan.argv) if plan.argv is not None else None,
+        "agent_config": plan.agent_config_source,
         "versions": runs.versions(plan.library.distribution, plan.library.version),
         "parent": parent,
     }

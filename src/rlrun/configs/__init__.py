@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from rlrun.errors import InvalidArgument, UnknownConfigKey
@@ -20,6 +21,16 @@ from rlrun.errors import InvalidArgument, UnknownConfigKey
 OVERRIDE_SCOPES = ("agent", "env")
 RUN_KEYS = ("num_envs", "max_iterations", "seed")
 """Top-level keys of an agent configuration that belong to rlrun, not to the library."""
+
+
+CONFIG_PACKAGES: dict[str, str] = {}
+"""Library name -> the package whose files hold its configurations, laid out as here
+(`<library>/<algorithm>/default.yaml`, ...), for libraries that packages add (`rlrun.libraries` entry points);
+a library not listed has its configurations here."""
+
+
+def _root(library: str) -> Any:
+    return resources.files(CONFIG_PACKAGES.get(library, __name__))
 
 
 def library_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,19 +47,131 @@ def config_name(library: str, algorithm: str, task: str) -> str:
 
 def has_tuned_config(library: str, algorithm: str, task: str) -> bool:
     """True when rlrun ships a configuration tuned for this library, algorithm and task."""
-    return resources.files(__name__).joinpath(config_name(library, algorithm, task)).is_file()
+    return _root(library).joinpath(config_name(library, algorithm, task)).is_file()
 
 
 def load_agent_config(library: str, algorithm: str, task: str) -> dict[str, Any]:
     """Return the tuned configuration for the task, or the algorithm's generic `default.yaml`."""
     import yaml
 
-    root = resources.files(__name__)
+    root = _root(library)
     path = root.joinpath(config_name(library, algorithm, task))
     if not path.is_file():
         path = root.joinpath(f"{library}/{algorithm}/default.yaml")
     with path.open("r", encoding="utf-8") as stream:
         return yaml.safe_load(stream)
+
+
+AGENT_CONFIG_FLAG = "--agent_config"
+
+
+def starting_config(
+    library: str,
+    algorithm: str,
+    task: str,
+    *,
+    path: str | None = None,
+    steps_per_iteration: Callable[[dict[str, Any], int], int] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The agent configuration a training starts from, before overrides, and where it came from.
+
+    In order: the file at `path` (`--agent_config`); rlrun's configuration tuned for the task; for sb3 with
+    rl_zoo3 installed, RL Zoo's tuned entry for the task (`rlrun.configs.zoo`, mapped with the adapter's
+    `steps_per_iteration`); rlrun's default for the algorithm. The second value, recorded in run.json as
+    `agent_config`, says which: `{"from": "file" | "rlrun" | "rl_zoo3", "path": ...}` (RL Zoo's also names
+    its `entry` and `version`, and a refused RL Zoo entry leaves a `note` beside rlrun's default).
+    """
+    shipped = load_agent_config(library, algorithm, task)
+    if path is not None:
+        file = check_agent_config_path(path)
+        return read_agent_config(file, shipped), {"from": "file", "path": str(file)}
+    source: dict[str, Any] = {"from": "rlrun", "path": _shipped_name(library, algorithm, task)}
+    if library != "sb3" or has_tuned_config(library, algorithm, task) or steps_per_iteration is None:
+        return shipped, source
+    from rlrun.configs import zoo
+
+    found = zoo.entry(algorithm, task)
+    if found is None:
+        return shipped, source
+    file, hyper = found
+    where = f"RL Zoo's {algorithm} entry for {task}"
+    try:
+        config = zoo.to_rlrun(algorithm, hyper, shipped, steps_per_iteration, where)
+    except zoo.ZooRefused as refused:
+        import warnings
+
+        note = f"{refused}: rlrun's own {library} {algorithm} configuration is used instead."
+        # One line (no source line under it), and no `__warningregistry__` written into a module.
+        warnings.warn_explicit(note, UserWarning, "rlrun", 0)
+        return shipped, {**source, "note": note}
+    return config, {"from": "rl_zoo3", "path": str(file), "entry": task, "version": zoo.version()}
+
+
+def _shipped_name(library: str, algorithm: str, task: str) -> str:
+    name = config_name(library, algorithm, task)
+    return name if _root(library).joinpath(name).is_file() else f"{library}/{algorithm}/default.yaml"
+
+
+def check_agent_config_path(path: str) -> Path:
+    """`path` as an absolute path to an existing file; else `InvalidArgument` saying what to pass."""
+    import os
+
+    hint = "pass the path of a YAML agent configuration, such as a run's params/agent.yaml"
+    if not isinstance(path, str | os.PathLike) or not os.fspath(path) or "\x00" in os.fspath(path):
+        raise InvalidArgument(f"{AGENT_CONFIG_FLAG} {path!r} is not a file path; {hint}.")
+    file = Path(path).absolute()
+    try:
+        exists, is_file = file.exists(), file.is_file()
+    except OSError as error:  # a name too long, a loop of links
+        raise InvalidArgument(f"{AGENT_CONFIG_FLAG} {str(path)[:80]!r}: {error.strerror}; {hint}.") from None
+    if not exists:
+        raise InvalidArgument(f"{AGENT_CONFIG_FLAG} {str(path)!r} does not exist; {hint}.")
+    if not is_file:
+        raise InvalidArgument(f"{AGENT_CONFIG_FLAG} {str(path)!r} is not a file; {hint}.")
+    return file
+
+
+def read_agent_config(path: Path, shipped: Mapping[str, Any]) -> dict[str, Any]:
+    """The agent configuration in the YAML file at `path`, checked against `shipped` (the configuration it
+    replaces) the way overrides are: a value that cannot stand where the shipped one stood is refused, in
+    one line naming the file and the key. Keys the file adds are kept; rlrun's run keys (`num_envs`,
+    `max_iterations`, `seed`) it lacks are the shipped ones."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise InvalidArgument(
+            f"{AGENT_CONFIG_FLAG} {str(path)!r} cannot be read ({reason}); pass a YAML file."
+        ) from None
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        reason = " ".join(str(getattr(error, "problem", None) or "invalid YAML").split())
+        raise InvalidArgument(
+            f"{AGENT_CONFIG_FLAG} {str(path)!r} is not YAML ({reason}{where}); fix the file, "
+            "or start from a run's params/agent.yaml."
+        ) from None
+    if not isinstance(config, dict) or not all(isinstance(key, str) for key in config):
+        raise InvalidArgument(
+            f"{AGENT_CONFIG_FLAG} {str(path)!r} holds {_kind(config)}, not a mapping of configuration keys; "
+            "pass a file like a run's params/agent.yaml."
+        )
+    for key, value in _leaves(config):
+        _check_type(shipped, value, key, "agent", origin=f"{AGENT_CONFIG_FLAG} {str(path)!r}")
+    return {**{key: shipped[key] for key in RUN_KEYS if key in shipped and key not in config}, **config}
+
+
+def _kind(value: Any) -> str:
+    """What a YAML document holds, in words: `nothing`, `a list`, `a str`, `a mapping with non-string keys`."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, dict):
+        return "a mapping with non-string keys"
+    return f"a {type(value).__name__}"
 
 
 def split_overrides(overrides: Iterable[str]) -> dict[str, list[str]]:
@@ -106,7 +229,7 @@ COUNT_KEY = re.compile(r"(^|_)(num|n)(_|$)|steps|epochs|rollouts|horizon|batches
 (the libraries divide by them or build empty batches: a ZeroDivisionError deep in an update otherwise)."""
 
 
-def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> None:
+def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str, origin: str = "override") -> None:
     """Refuse an override whose value cannot stand where the default stood: a number or a boolean where
     one stood, a list where a list stood (of integers where integers stood), a mapping where a mapping
     stood, and a learning rate that is not positive. What the library would reject only later, in the
@@ -120,28 +243,30 @@ def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> No
         old = old[part]
     if isinstance(new, ListConfig | DictConfig):
         new = OmegaConf.to_container(new, resolve=True)
-    shown = f"'{scope}.{key}={new}'"
+    shown = f"override '{scope}.{key}={new}'" if origin == "override" else f"{origin}: '{scope}.{key}: {new}'"
     last = key.rsplit(".", 1)[-1]
     numbers = (int, float)
     rate = RATE_KEY.search(last) and isinstance(old, numbers) and not isinstance(old, bool)
     if rate and isinstance(new, numbers) and not isinstance(new, bool) and not new > 0:
-        raise InvalidArgument(f"override {shown}: a learning rate must be positive (the default is {old!r}).")
+        raise InvalidArgument(f"{shown}: a learning rate must be positive (the default is {old!r}).")
     count = COUNT_KEY.search(last) and isinstance(old, int) and not isinstance(old, bool) and old >= 1
     if count and isinstance(new, int) and not isinstance(new, bool) and new < 1:
-        raise InvalidArgument(f"override {shown}: this count must be at least 1 (the default is {old!r}).")
+        raise InvalidArgument(f"{shown}: this count must be at least 1 (the default is {old!r}).")
+    if (new is None and origin != "override") or (isinstance(new, str) and new.startswith("lin_")):
+        return  # a file may leave an optional value unset; `lin_<start>` is RL Zoo's schedule (the adapter reads it)
     if isinstance(old, list):
         if not isinstance(new, list):
-            raise InvalidArgument(f"override {shown} expects a list, like the default {old!r}.")
+            raise InvalidArgument(f"{shown} expects a list, like the default {old!r}.")
 
         def integers(values: list[Any]) -> bool:
             return all(isinstance(item, int) and not isinstance(item, bool) for item in values)
 
         if old and integers(old) and not integers(new):
-            raise InvalidArgument(f"override {shown} expects a list of integers, like the default {old!r}.")
+            raise InvalidArgument(f"{shown} expects a list of integers, like the default {old!r}.")
         return
     if isinstance(old, Mapping):
         if not isinstance(new, Mapping):
-            raise InvalidArgument(f"override {shown} expects a mapping of keys, like the default {old!r}.")
+            raise InvalidArgument(f"{shown} expects a mapping of keys, like the default {old!r}.")
         return
     if isinstance(old, bool):
         ok, expected = isinstance(new, bool), "true or false"
@@ -152,7 +277,7 @@ def _check_type(config: Mapping[str, Any], new: Any, key: str, scope: str) -> No
     else:
         return
     if not ok:
-        raise InvalidArgument(f"override '{scope}.{key}={new}' expects {expected} (the default is {old!r}).")
+        raise InvalidArgument(f"{shown} expects {expected} (the default is {old!r}).")
 
 
 def to_yaml(config: Mapping[str, Any]) -> str:
@@ -160,6 +285,15 @@ def to_yaml(config: Mapping[str, Any]) -> str:
     import yaml
 
     return yaml.safe_dump(_plain(config), sort_keys=False)
+
+
+def _leaves(config: Mapping[Any, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """Every `(dotted.key, value)` of a nested mapping, mappings themselves included (before their keys)."""
+    for key, value in config.items():
+        dotted = f"{prefix}{key}"
+        yield dotted, value
+        if isinstance(value, Mapping):
+            yield from _leaves(value, f"{dotted}.")
 
 
 def _dotted_keys(config: Mapping[str, Any], prefix: str = "") -> list[str]:

@@ -4,12 +4,19 @@ Native tasks are registered with Gymnasium under a string `vector_entry_point`, 
 imports no torch; Gymnasium imports the env module when it builds one. Every env `make_env` returns
 satisfies the same contract: a Gymnasium `VectorEnv` in SAME_STEP autoreset mode whose reset and
 step take and return torch tensors on its `device`.
+
+Tasks come from three places: rlrun's own (`BUILTIN_TASKS`), installed packages' `rlrun.tasks` entry
+points (`rlrun.envs.plugins`), and any module named in Gymnasium's own `module:id` form
+(`my_package.envs:MyTask-v0`), which is imported so that its registrations run, as `gymnasium.make` does.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +24,7 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from rlrun.errors import InvalidArgument, UnknownTask, did_you_mean
+from rlrun.errors import InvalidArgument, MissingDependency, UnknownTask, did_you_mean
 
 if TYPE_CHECKING:
     import torch
@@ -137,7 +144,7 @@ def make_env(
     env_kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         env_kwargs["render_mode"] = render_mode
-    if task in NATIVE_TASKS:
+    if spec.id in NATIVE_TASKS:
         return gymnasium.make_vec(
             spec.id, num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs
         )
@@ -165,7 +172,7 @@ def env_config(task: str) -> dict[str, Any]:
     (less `num_envs`, `device` and `render_mode`, which rlrun sets itself) and the spec's kwargs.
     """
     spec = _find_spec(task)
-    creator = spec.vector_entry_point if task in NATIVE_TASKS else spec.entry_point
+    creator = spec.vector_entry_point if spec.id in NATIVE_TASKS else spec.entry_point
     if isinstance(creator, str):
         creator = load_env_creator(creator)
     config: dict[str, Any] = {}
@@ -198,24 +205,78 @@ def _register_with_gymnasium(task: NativeTask) -> None:
         )
 
 
-def _find_spec(task: str) -> EnvSpec:
-    """Return the Gymnasium spec of `task`, or raise `UnknownTask` naming the nearest registered id."""
+def forget(task_id: str) -> None:
+    """Take a native task out of `NATIVE_TASKS` and Gymnasium's registry (a plugin's, read again)."""
+    NATIVE_TASKS.pop(task_id, None)
+    gymnasium.registry.pop(task_id, None)
+
+
+def task_module(task: str) -> tuple[str | None, str]:
+    """Split Gymnasium's `module:id` form into the module to import and the id; a plain id, or one whose part
+    before ':' is no module name, has no module."""
+    if ":" not in task or task in gymnasium.registry:
+        return None, task
+    module, _, name = task.partition(":")
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module):
+        return None, task
+    return module, name
+
+
+def _import_each(modules: Iterable[str]) -> None:
+    for module in modules:
+        importlib.import_module(module)
+
+
+def _find_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _import_each) -> EnvSpec:
+    """Return the Gymnasium spec of `task` (an id, or `module:id` after importing the module with
+    `import_modules`), or raise `UnknownTask` naming the nearest registered id."""
+    from rlrun.envs.plugins import BROKEN, load_task_plugins
+
+    load_task_plugins()
+    module, task = task_module(task)
+    if module is not None:
+        with _module_errors(module, task):
+            import_modules([module])
     native = NATIVE_TASKS.get(task)
     if native is not None and task not in gymnasium.registry:
         # The registry was restored to a state from before rlrun.envs was imported: put ours back.
         _register_with_gymnasium(native)
     spec = gymnasium.registry.get(task)
     if spec is None:
+        where = f" (module {module!r} registers no such id)" if module is not None else ""
+        broken = "; ".join(f"{name}: {reason}" for name, reason in BROKEN.items())
         raise UnknownTask(
-            f"unknown task {task!r}.{did_you_mean(task, gymnasium.registry)} "
+            f"unknown task {task!r}{where}.{did_you_mean(task, gymnasium.registry)} "
             "See `rlrun list tasks --gymnasium` for every registered id."
+            + (f" Task plugins that failed to load: {broken}." if broken else "")
         )
     return spec
 
 
-def resolve_task(task: str) -> str:
-    """Return the registered id of `task`, or raise `UnknownTask` naming the nearest registered id."""
-    return _find_spec(task).id
+@contextlib.contextmanager
+def _module_errors(module: str, task: str) -> Iterator[None]:
+    """A `module:id` whose module cannot be found becomes one user error naming the module."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        if error.name is not None and (module == error.name or module.startswith(f"{error.name}.")):
+            raise UnknownTask(
+                f"--task {module}:{task}: there is no module {module!r} to import (no module named "
+                f"{error.name!r}); install the package that provides it, or fix the part before ':'."
+            ) from None
+        raise MissingDependency(
+            f"--task {module}:{task}: module {module!r} imports {error.name!r}, which is not installed; install it."
+        ) from None
+
+
+def resolve_task(task: str, import_modules: Callable[[Iterable[str]], None] = _import_each) -> str:
+    """Return the registered id of `task`, or raise `UnknownTask` naming the nearest registered id.
+
+    `task` may be Gymnasium's `module:id`: the module is imported with `import_modules` (a call passes its
+    `Call.import_modules`, so that the module's registrations are import effects, made before the capture)
+    and the id it registers is returned.
+    """
+    return _find_spec(task, import_modules).id
 
 
 for _task in BUILTIN_TASKS:

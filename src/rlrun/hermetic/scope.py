@@ -39,7 +39,7 @@ import random
 import sys
 import threading
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -128,6 +128,15 @@ class Call:
                     importlib.import_module(name)
             finally:
                 self.import_warnings += caught
+        if self._baseline is not None:
+            self._baseline = census.snapshot()
+
+    def prepare(self, effect: Callable[[], None]) -> None:
+        """Run `effect`, a once-per-process setup a library would otherwise do on first use inside the call (an
+        import effect that is not an import), before capture, like `import_modules`."""
+        if self._baseline is not None:
+            self.reports += census.compare(self._baseline, census.snapshot(), what="the call")
+        effect()
         if self._baseline is not None:
             self._baseline = census.snapshot()
 

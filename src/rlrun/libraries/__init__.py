@@ -2,7 +2,8 @@
 
 Every adapter module implements `rlrun.libraries.base.Adapter` and imports its library lazily,
 inside its functions, so that a missing library only breaks its own row. `load_adapter` checks the
-module against that surface.
+module against that surface. Installed packages add rows through the `rlrun.libraries` entry-point
+group (`rlrun.libraries.plugins`), read when the table is first read.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from rlrun.errors import MissingDependency, UnknownLibrary, did_you_mean
 from rlrun.libraries.base import Adapter, missing_members
@@ -34,6 +36,12 @@ class Library:
     summary: str
     frameworks: tuple[str, ...] = ("torch",)
     """The ML frameworks it runs on (`--ml_framework`), the default first."""
+    configs: str | None = None
+    """The package whose files hold its agent configurations, laid out as `rlrun.configs`'s
+    (`<name>/<algorithm>/default.yaml`, ...); None: `rlrun.configs`. For a library a package adds."""
+    provider: str = "rlrun"
+    """The distribution that ships the adapter: rlrun, or the package whose entry point added the row (set
+    when the entry point is loaded)."""
 
     @property
     def installed(self) -> bool:
@@ -57,6 +65,8 @@ class Library:
 
     @property
     def install_hint(self) -> str:
+        if self.provider != "rlrun":
+            return f"pip install '{self.distribution}'"
         return f"pip install 'rlrun[{self.extra}]'"
 
 
@@ -96,9 +106,69 @@ LIBRARIES: dict[str, Library] = {
             extra="rl_games",
             summary="rl_games Runner: PPO (a2c_continuous for Box, a2c_discrete for Discrete)",
         ),
+        Library(
+            name="torchrl",
+            adapter="rlrun.libraries.torchrl",
+            import_name="torchrl",
+            distribution="torchrl",
+            extra="torchrl",
+            summary="TorchRL trainers: PPOTrainer (Box, Discrete) and SACTrainer (Box), on tensordict",
+        ),
     )
 }
 """Library name -> row. Adding a library is adding a row and an adapter module."""
+
+
+class LibraryTable(dict[str, Library]):
+    """`LIBRARIES`: the rows above and, from the first read on, the rows of installed packages' `rlrun.libraries`
+    entry points (`rlrun.libraries.plugins`). Every read loads them first, so whatever reads the table (the
+    planner, `rlrun list`, the tests) sees them, and `import rlrun` reads no entry point."""
+
+    _loaded = False
+
+    def load_plugins(self, *, reload: bool = False) -> None:
+        """Add the plugins' rows (once; `reload` drops them and reads the group again)."""
+        if self._loaded and not reload:
+            return
+        self._loaded = True
+        from rlrun.libraries.plugins import load_library_plugins
+
+        load_library_plugins(self, reload=reload)
+
+    def __getitem__(self, name: str) -> Library:
+        self.load_plugins()
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        self.load_plugins()
+        return super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_plugins()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self.load_plugins()
+        return super().__len__()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self.load_plugins()
+        return super().get(name, default)
+
+    def keys(self) -> Any:
+        self.load_plugins()
+        return super().keys()
+
+    def values(self) -> Any:
+        self.load_plugins()
+        return super().values()
+
+    def items(self) -> Any:
+        self.load_plugins()
+        return super().items()
+
+
+LIBRARIES = LibraryTable(LIBRARIES)
 
 ALIASES = {"rsl-rl": "rsl_rl", "rslrl": "rsl_rl"}
 
@@ -108,6 +178,10 @@ def get_library(name: str) -> Library:
     name = ALIASES.get(name, name)
     if name in LIBRARIES:
         return LIBRARIES[name]
+    from rlrun.libraries.plugins import BROKEN
+
+    if name in BROKEN:
+        raise UnknownLibrary(f"library {name!r} comes from a plugin that did not load: {BROKEN[name]}")
     close = did_you_mean(name, LIBRARIES, listing=0)
     raise UnknownLibrary(f"unknown library {name!r}.{close} Known libraries: {', '.join(LIBRARIES)} (rlrun list).")
 

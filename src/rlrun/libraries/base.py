@@ -89,7 +89,10 @@ def missing_members(module: Any) -> list[str]:
 
 
 class Policy(Protocol):
-    """Maps a batch of observations to a batch of actions, torch tensors on the run's device."""
+    """Maps a batch of observations to a batch of actions, torch tensors on the run's device.
+
+    A policy with memory (a recurrent network) also has `episodes_ended(done)`, which the rollout calls after
+    each step where an episode ended (`done`: bool `[num_envs]`), so it forgets those envs' past."""
 
     def __call__(self, observations: Any) -> Any: ...
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import operator
 import os
 import sys
@@ -112,7 +113,23 @@ def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
                 f"{batch} steps (horizon_length x num_envs); pass agent.params.config.minibatch_size={fitting} "
                 "or more --num_envs."
             )
+        if config["params"].get("network", {}).get("rnn"):
+            _check_sequences(settings, minibatch)
     return batch
+
+
+def _check_sequences(settings: dict[str, Any], minibatch: int) -> None:
+    """A recurrent network learns from sequences of `seq_length` steps (rl_games' default 4): they must tile
+    the rollout and the minibatches, which rl_games checks only once it has built the agent."""
+    length = settings.get("seq_length", 4)
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise InvalidArgument(f"agent.params.config.seq_length {length!r} must be a positive integer, e.g. 4.")
+    for key, value in (("horizon_length", int(settings["horizon_length"])), ("minibatch_size", minibatch)):
+        if value % length:
+            raise InvalidArgument(
+                f"agent.params.config.{key} {value} is not a multiple of the recurrent network's seq_length "
+                f"{length}; pass agent.params.config.seq_length={math.gcd(value, length)} or change {key}."
+            )
 
 
 def _numpy_globals() -> list[Any]:
@@ -319,14 +336,30 @@ def _checkpoint_path(agent: Any, epoch: int) -> str:
 
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the agent's network with rl_games' own player, load the checkpoint, return its actions."""
-    player = _player(job)
-    deterministic = job.deterministic
+    return PlayerPolicy(_player(job), job.env.num_envs, job.env.single_action_space.shape, job.deterministic)
 
-    def policy(observations: Any) -> Any:
-        actions = player.get_action(observations, is_deterministic=deterministic)
-        return actions.reshape(observations.shape[0], *job.env.single_action_space.shape)
 
-    return policy
+class PlayerPolicy:
+    """rl_games' player as rlrun's `Policy`. A recurrent network (`network.rnn`) keeps one state per env,
+    which starts at zero and goes back to zero for the envs whose episode ended (`episodes_ended`, called by
+    the rollout after each step), as rl_games' own `player.run` does."""
+
+    def __init__(self, player: Any, num_envs: int, action_shape: tuple[int, ...], deterministic: bool) -> None:
+        self.player = player
+        self.action_shape = action_shape
+        self.deterministic = deterministic
+        player.batch_size = num_envs
+        player.init_rnn()  # zero states of [layers, num_envs, units] for a recurrent network, else nothing
+
+    def __call__(self, observations: Any) -> Any:
+        actions = self.player.get_action(observations, is_deterministic=self.deterministic)
+        return actions.reshape(observations.shape[0], *self.action_shape)
+
+    def episodes_ended(self, done: Any) -> None:
+        """Zero the recurrent states of the envs where `done` (a bool tensor of `[num_envs]`) is set."""
+        if self.player.is_rnn and self.player.states is not None:
+            mask = done.to(self.player.device).reshape(1, -1, 1)
+            self.player.states = [state.masked_fill(mask, 0.0) for state in self.player.states]
 
 
 def _player(job: PlayJob) -> Any:

@@ -84,9 +84,14 @@ class RslRlVecEnv:
 def _runner(env: Any, config: dict[str, Any], log_dir: Path | None, device: str, seed: int | None) -> Any:
     from rsl_rl.runners import OnPolicyRunner
 
-    return OnPolicyRunner(
+    runner = OnPolicyRunner(
         RslRlVecEnv(env, config, seed), config, log_dir=str(log_dir) if log_dir else None, device=device
     )
+    # RSL-RL stores a git diff of the repository holding rsl_rl itself (none for a pip install; the enclosing
+    # project's when the environment lives inside one) through GitPython, whose persistent `git cat-file`
+    # processes outlive the call until the collector happens to stop them. run.json records the versions.
+    runner.logger.git_status_repos = []
+    return runner
 
 
 def train(job: TrainJob) -> TrainOutcome:

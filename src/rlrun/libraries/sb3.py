@@ -38,7 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.configs import RUN_KEYS
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask, did_you_mean
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
 
@@ -73,7 +74,17 @@ def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
 
 
 def check_config(config: dict[str, Any]) -> None:
-    """Raise `InvalidArgument` for a name the adapter cannot turn into an object (activation, schedule, noise)."""
+    """Raise `InvalidArgument` for a name the adapter cannot turn into an object (activation, schedule, noise),
+    or a key that is neither the adapter's nor a keyword of SB3's algorithms (an `--agent_config` may add keys)."""
+    known = (*ADAPTER_KEYS, *RUN_KEYS)
+    unknown = [key for key in config if key not in known and key not in _constructor_keywords()]
+    if unknown:
+        close = did_you_mean(unknown[0], [*ADAPTER_KEYS, *_constructor_keywords()], listing=0)
+        algorithms = ", ".join(CLASS_NAMES.values())
+        raise InvalidArgument(
+            f"agent.{unknown[0]} is not a keyword of SB3's {algorithms} nor an rlrun sb3 key.{close} "
+            "Remove it from the agent configuration."
+        )
     activation = (config.get("policy_kwargs") or {}).get("activation_fn")
     if isinstance(activation, str):
         _activation(activation)
@@ -81,6 +92,19 @@ def check_config(config: dict[str, Any]) -> None:
         if isinstance(config.get(key), str):
             _schedule_start(key, config[key])
     _noise_class(config.get("noise_type"))
+
+
+@functools.cache
+def _constructor_keywords() -> frozenset[str]:
+    """The keywords SB3's algorithm constructors take (any of them: the configuration does not name its algorithm)."""
+    import inspect
+
+    import stable_baselines3
+
+    names: set[str] = set()
+    for name in CLASS_NAMES.values():
+        names.update(inspect.signature(getattr(stable_baselines3, name)).parameters)
+    return frozenset(names - {"self", "env", "seed", "device", "_init_setup_model"})
 
 
 def _train_freq_steps(train_freq: Any) -> int:
@@ -434,7 +458,10 @@ def load_policy(job: PlayJob) -> Policy:
     try:
         check_for_correct_spaces(_vec_env_class()(job.env), model.observation_space, model.action_space)
     except ValueError as error:
-        raise UnsupportedTask(f"checkpoint {str(job.checkpoint)!r} does not fit this task: {error}") from None
+        raise UnsupportedTask(
+            f"checkpoint {str(job.checkpoint)!r} does not fit this task ({error}); "
+            "pass the --task it was trained on, or another checkpoint."
+        ) from None
     deterministic = job.deterministic
 
     def policy(observations: Any) -> Any:
