@@ -73,3 +73,38 @@ def test_verbose_passes_the_library_console_output_through(log_root, capsys):
     quiet = rlrun.train(rlrun.TrainRequest(**{**request.__dict__, "verbose": False}))
     assert "Learning iteration" not in capsys.readouterr().out
     assert "Learning iteration" in (quiet.run_dir / "console.log").read_text()
+
+
+def test_bench_board_plain_prints_one_line_per_finished_cell_with_the_count_and_eta():
+    from rlrun.progress import BenchBoard
+
+    stream = io.StringIO()
+    cells = [("a", "task A  rsl_rl/ppo  seed 0"), ("b", "task B  sb3/ppo  seed 0")]
+    board = BenchBoard(cells, stream=stream, live=False)
+    assert board.eta() == "-"  # no cell has finished: nothing to estimate from
+    board.start("a")
+    board.iteration("a", 3, 12345.6, None)
+    assert board.state == {"a": "running", "b": "queued"} and board.detail["a"] == "it 3  12,346 steps/s  return -"
+    assert stream.getvalue() == ""  # plain output: only finished cells print
+    board.finish("a", "completed", "return 12.0")
+    board.start("b")
+    board.finish("b", "failed", "worker died: killed by signal SIGKILL")
+    board.stop()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] done task A  rsl_rl/ppo  seed 0: return 12.0  eta ")
+    assert lines[1].startswith("[2/2] failed task B  sb3/ppo  seed 0: worker died: killed by signal SIGKILL  eta ")
+    assert board.state == {"a": "done", "b": "failed"}
+
+
+def test_bench_board_live_draws_a_table_of_every_cell_and_its_progress():
+    from rlrun.progress import BenchBoard
+
+    stream = io.StringIO()
+    board = BenchBoard([("a", "cell A"), ("b", "cell B")], stream=stream, live=True)
+    board.start("a")
+    board.iteration("a", 1, 100.0, 5.0)  # within a quarter second of the last draw: drawn at the next event
+    board.finish("a", "completed", "return 5.0")
+    board.stop()
+    text = stream.getvalue()
+    assert "bench: 2 cells" in text and "cell A" in text and "cell B" in text
+    assert "done" in text and "queued" in text and "return 5.0" in text
