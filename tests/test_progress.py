@@ -60,7 +60,9 @@ def test_a_call_drives_the_display_from_its_environment_steps(log_root):
     )
     rlrun.train(request, progress=Recorder())
     assert updates[0] == ("start", 2 * 8 * 2, 8 * 2) and updates[-1] == "stop"
-    assert updates[1:-1] == list(range(2, 2 * 8 * 2 + 1, 2))
+    steps = updates[1:-1]  # a few times a second, and at every iteration's end
+    assert steps[0] == 2 and {16, 32} <= set(steps) and steps[-1] == 32
+    assert steps == sorted(steps) and set(steps) <= set(range(2, 2 * 8 * 2 + 1, 2))
 
 
 def test_verbose_passes_the_library_console_output_through(log_root, capsys):

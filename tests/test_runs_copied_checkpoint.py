@@ -46,6 +46,7 @@ def test_a_copied_checkpoint_plays_on_its_task_and_is_refused_in_one_line_on_ano
     common = {
         "library": spec["library"],
         "ml_framework": spec.get("ml_framework"),
+        "algorithm": spec.get("algorithm"),
         "checkpoint": str(copy),
         "device": "cpu",
         "overrides": spec["overrides"],

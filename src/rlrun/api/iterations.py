@@ -25,6 +25,9 @@ from typing import Any, TextIO
 from rlrun.api.curves import Curves
 from rlrun.errors import TrainingStopped
 
+PROGRESS_INTERVAL_S = 0.1
+"""How often, at most, a step hands the progress display its figures."""
+
 METRICS_FILE = "metrics.csv"
 METRICS_COLUMNS = ("iteration", "env_steps", "wall_s", "steps_per_s", "mean_return", "mean_length", "episodes")
 SIGNAL_REASONS = {"SIGINT": "interrupted", "SIGTERM": "terminated"}
@@ -74,6 +77,7 @@ class IterationClock:
         """While True (the library is training), a second signal stops at once instead of at the next step."""
         self.rows: list[IterationRow] = []
         self._next = env_steps_per_iteration
+        self._next_update = 0.0
         self._started = time.perf_counter()
         self._file: TextIO | None = None
         self._writer: Any = None
@@ -106,9 +110,13 @@ class IterationClock:
     def __call__(self, stats: Any) -> None:
         if self.stop_reason is not None:
             raise TrainingStopped(self.stop_reason)
+        boundary = stats.env_steps >= self._next
         if self.progress is not None:
-            self.progress.update(stats.env_steps, stats.mean_return())
-        if stats.env_steps >= self._next:
+            now = time.monotonic()
+            if boundary or now >= self._next_update:  # a display redraws a few times a second: no need for more
+                self._next_update = now + PROGRESS_INTERVAL_S
+                self.progress.update(stats.env_steps, stats.mean_return())
+        if boundary:
             while stats.env_steps >= self._next:
                 self._next += self.per_iteration
             row = self._row(stats)
@@ -117,15 +125,14 @@ class IterationClock:
 
     def _row(self, stats: Any) -> IterationRow:
         wall = time.perf_counter() - self._started
-        lengths = stats.episode_lengths[-100:]
         row = IterationRow(
             iteration=self.first_iteration + stats.env_steps // self.per_iteration,
             env_steps=stats.env_steps,
             wall_s=round(wall, 4),
             steps_per_s=round(stats.env_steps / wall, 1) if wall > 0 else 0.0,
             mean_return=stats.mean_return(),
-            mean_length=sum(lengths) / len(lengths) if lengths else None,
-            episodes=len(stats.episode_returns),
+            mean_length=stats.mean_length(),
+            episodes=stats.episodes,
         )
         self.rows.append(row)
         if self._file is not None:

@@ -105,7 +105,7 @@ def train_in_call(
                 num_envs=plan.num_envs,
                 iterations=outcome.iterations,
                 env_steps=env.env_steps,
-                episodes=len(env.episode_returns),
+                episodes=env.episodes,
                 mean_return=env.mean_return(),
                 steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
                 wall_time_s=wall,
