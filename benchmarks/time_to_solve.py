@@ -7,6 +7,7 @@ env steps to the target, the median, and CleanRL's published PPO CartPole-v1 fig
 (490 +- 6 after 500 k env steps, `ppo.py`, 4 envs, about 2-3 minutes on a CPU).
 
     python benchmarks/time_to_solve.py [--seeds 1 2 3] [--tasks rlrun/CartPoleContinuous-v1 ...]
+        [--agent_config best.yaml] [agent.x=y ...]     # a candidate configuration (e.g. `rlrun tune`'s best.yaml)
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ GOALS = {"rlrun/CartPoleContinuous-v1": 4.0}
 CLEANRL = "CleanRL PPO CartPole-v1: 490 +- 6 after 500 k env steps"
 
 
-def solve(task: str, seed: int, max_iterations: int) -> tuple[float | None, int | None, float]:
+def solve(
+    task: str, seed: int, max_iterations: int, agent_config: str | None = None, overrides: tuple[str, ...] = ()
+) -> tuple[float | None, int | None, float]:
     """(seconds to the target, env steps to it, seconds trained) for one seed."""
     reached: list[tuple[float, int]] = []
 
@@ -34,7 +37,14 @@ def solve(task: str, seed: int, max_iterations: int) -> tuple[float | None, int 
 
     with tempfile.TemporaryDirectory() as root:
         result = rlrun.train(
-            rlrun.TrainRequest(task=task, seed=seed, max_iterations=max_iterations, log_root=root),
+            rlrun.TrainRequest(
+                task=task,
+                seed=seed,
+                max_iterations=max_iterations,
+                log_root=root,
+                agent_config=agent_config,
+                overrides=overrides,
+            ),
             on_iteration=on_iteration,
         )
     if not reached:
@@ -47,12 +57,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--tasks", nargs="+", default=list(TARGETS))
     parser.add_argument("--max_iterations", type=int, default=500)
+    parser.add_argument("--agent_config", default=None, help="a configuration file to train with instead")
+    parser.add_argument("overrides", nargs="*", help="agent.x=y overrides")
     args = parser.parse_args()
     print(f"load {os.getloadavg()[0]:.2f}; {CLEANRL}")
     for task in args.tasks:
         times = []
         for seed in args.seeds:
-            seconds, steps, trained = solve(task, seed, args.max_iterations)
+            seconds, steps, trained = solve(task, seed, args.max_iterations, args.agent_config, tuple(args.overrides))
             shown = "not reached" if seconds is None else f"{seconds:6.2f} s, {steps:,} env steps"
             print(f"{task:<30} seed {seed}: return >= {TARGETS[task]:g} after {shown} (trained {trained:.1f} s)")
             times.append(float("inf") if seconds is None else seconds)
