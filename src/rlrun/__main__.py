@@ -1,7 +1,5 @@
 """`python -m rlrun` runs the command line."""
 
-import sys
+from rlrun.cli import console
 
-from rlrun.cli import main
-
-sys.exit(main())
+console()

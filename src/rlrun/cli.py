@@ -258,6 +258,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def console() -> NoReturn:
+    """The `rlrun` console command and `python -m rlrun`: `main()`, then exit with its code.
+
+    Once the code is decided, SIGINT is ignored for the few steps left to the process: a Ctrl-C that comes
+    while it exits (after the run was already stopped and reported) would otherwise escape as an uncaught
+    `KeyboardInterrupt`, which Python turns into death by SIGINT instead of the exit code. `main` itself
+    leaves every signal handler as it found it (a caller in the same process keeps its own)."""
+    import signal
+
+    code = 130
+    try:
+        code = main()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
 def _main(arguments: list[str], stderr: Any) -> int:
     from rlrun.hermetic import hermetic_call
 

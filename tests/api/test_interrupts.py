@@ -181,9 +181,10 @@ def start_training(library, folder):
         "train", "--task", task, "--library", library, "--num_envs", "4", "--max_iterations", "100000",
         "--log_root", str(folder / "logs"), *overrides,
     ]  # fmt: skip
-    command = f"import rlrun, sys; sys.exit(rlrun.main({words!r}))"
-    with open(folder / "stderr.txt", "w", encoding="utf-8") as stderr:
-        return subprocess.Popen([sys.executable, "-c", command], cwd=folder, stdout=subprocess.DEVNULL, stderr=stderr)
+    with open(folder / "stderr.txt", "w", encoding="utf-8") as stderr:  # the console command, as users run it
+        return subprocess.Popen(
+            [sys.executable, "-m", "rlrun", *words], cwd=folder, stdout=subprocess.DEVNULL, stderr=stderr
+        )
 
 
 def wait_for_rows(process, folder, rows=3):
