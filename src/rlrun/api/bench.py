@@ -30,6 +30,7 @@ from rlrun.api.cells import Cell, cell_key, run_cell
 from rlrun.api.iterations import IterationRow
 from rlrun.api.planning import import_core, plan_train
 from rlrun.api.requests import TrainRequest, checked_fields
+from rlrun.api.specs import read_spec
 from rlrun.errors import InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call, hermetic_call
 
@@ -143,24 +144,14 @@ def load_spec(path: str | Path, **overrides: Any) -> BenchRequest:
     """A `BenchRequest` from a YAML spec (its keys are the request's fields; `runs` entries are mappings with
     library, algorithm, ml_framework, variant, overrides, or `library[:algorithm[:framework]]` strings);
     keyword arguments that are not None replace the spec's values."""
-    import yaml
-
-    source = runs.check_path(path, "bench spec")
-    if not source.is_file():
-        raise InvalidArgument(f"bench spec {str(source)!r} is not a file; pass a YAML spec or use --tasks/--libraries.")
-    try:
-        spec = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InvalidArgument(f"bench spec {str(source)!r} is not valid YAML: {' '.join(str(error).split())}") from None
-    if not isinstance(spec, dict):
-        raise InvalidArgument(f"bench spec {str(source)!r} must be a mapping of keys such as tasks, runs, seeds.")
-    for key in spec:
-        if key not in SPEC_KEYS:
-            raise InvalidArgument(
-                f"bench spec key {key!r} is unknown.{did_you_mean(str(key), SPEC_KEYS, listing=0)} "
-                f"Valid keys: {', '.join(SPEC_KEYS)}."
-            )
-    spec.update({key: value for key, value in overrides.items() if value is not None})
+    spec = read_spec(
+        path,
+        "bench spec",
+        SPEC_KEYS,
+        overrides,
+        not_a_file="pass a YAML spec or use --tasks/--libraries.",
+        example="tasks, runs, seeds",
+    )
     spec["runs"] = tuple(_spec_run(entry) for entry in _sequence(spec.get("runs", ()), "runs"))
     for key in ("tasks", "overrides"):
         if key in spec:

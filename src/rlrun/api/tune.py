@@ -28,6 +28,7 @@ from rlrun import runs
 from rlrun.api.planning import import_core, plan_train
 from rlrun.api.requests import TrainRequest, checked_fields
 from rlrun.api.search_space import check_space, parse_enqueued, parse_space
+from rlrun.api.specs import read_spec
 from rlrun.errors import InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call, hermetic_call
 
@@ -140,24 +141,14 @@ SPEC_KEYS = tuple(item.name for item in dataclasses.fields(TuneRequest))
 def load_spec(path: str | Path, **overrides: Any) -> TuneRequest:
     """A `TuneRequest` from a YAML spec (its keys are the request's fields); keyword arguments that are not
     None replace the spec's values."""
-    import yaml
-
-    source = runs.check_path(path, "tune spec")
-    if not source.is_file():
-        raise InvalidArgument(f"tune spec {str(source)!r} is not a file; pass a YAML spec such as tune.yaml.")
-    try:
-        spec = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InvalidArgument(f"tune spec {str(source)!r} is not valid YAML: {' '.join(str(error).split())}") from None
-    if not isinstance(spec, dict):
-        raise InvalidArgument(f"tune spec {str(source)!r} must be a mapping of keys such as task, search_space.")
-    for key in spec:
-        if key not in SPEC_KEYS:
-            raise InvalidArgument(
-                f"tune spec key {key!r} is unknown.{did_you_mean(str(key), SPEC_KEYS, listing=0)} "
-                f"Valid keys: {', '.join(SPEC_KEYS)}."
-            )
-    spec.update({key: value for key, value in overrides.items() if value is not None})
+    spec = read_spec(
+        path,
+        "tune spec",
+        SPEC_KEYS,
+        overrides,
+        not_a_file="pass a YAML spec such as tune.yaml.",
+        example="task, search_space",
+    )
     for key in ("overrides", "enqueue"):
         value = spec.get(key)
         if isinstance(value, str) and key == "overrides":
@@ -169,6 +160,7 @@ def load_spec(path: str | Path, **overrides: Any) -> TuneRequest:
     if isinstance(spec.get("seeds"), list):
         spec["seeds"] = tuple(spec["seeds"])
     if "task" not in spec:
+        source = runs.check_path(path, "tune spec")
         raise InvalidArgument(f"tune spec {str(source)!r} names no task; add task: rlrun/CartPole-v1 (or --task).")
     return TuneRequest(**spec)
 
