@@ -93,6 +93,23 @@ def cell_key(request: TrainRequest, eval_episodes: int, seconds: float | None) -
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def evaluation(request: TrainRequest, checkpoint: Any, episodes: int) -> PlayRequest:
+    """The play request that evaluates a training's `checkpoint` for `episodes` episodes: the same task, library,
+    seed and device, and the training's `env.` overrides (its `agent.` ones are in the run's own configuration)."""
+    return PlayRequest(
+        task=request.task,
+        library=request.library,
+        algorithm=request.algorithm,
+        ml_framework=request.ml_framework,
+        checkpoint=str(checkpoint),
+        num_episodes=episodes,
+        seed=request.seed,
+        device=request.device,
+        overrides=tuple(word for word in request.overrides if word.startswith("env.")),
+        log_root=request.log_root,
+    )
+
+
 def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None = None) -> dict[str, Any]:
     """Train (and evaluate) one cell as hermetic calls in this process; return its row. `listener(cell, row)`
     hears every iteration (a progress display, in the process that runs the cell)."""
@@ -129,20 +146,7 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     if cell.eval_episodes and result.checkpoint is not None:
         request = cell.request
         try:
-            played = rlrun.play(
-                PlayRequest(
-                    task=request.task,
-                    library=request.library,
-                    algorithm=request.algorithm,
-                    ml_framework=request.ml_framework,
-                    checkpoint=str(result.checkpoint),
-                    num_episodes=cell.eval_episodes,
-                    seed=request.seed,
-                    device=request.device,
-                    overrides=tuple(word for word in request.overrides if word.startswith("env.")),
-                    log_root=request.log_root,
-                )
-            )
+            played = rlrun.play(evaluation(request, result.checkpoint, cell.eval_episodes))
         except (UserError, Exception) as error:
             row.update(status="failed", error=f"evaluation: {_one_line(error)}")
         else:

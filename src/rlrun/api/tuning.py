@@ -41,8 +41,9 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from rlrun.api.cells import evaluation
 from rlrun.api.iterations import IterationRow
-from rlrun.api.requests import PlayRequest, TrainRequest
+from rlrun.api.requests import TrainRequest
 from rlrun.api.search_space import Param
 from rlrun.errors import InvalidArgument
 
@@ -468,20 +469,7 @@ def _evaluate(request: TrainRequest, result: Any, worker: TuneWorker) -> float |
 
     if result.checkpoint is None:
         raise RuntimeError("the training saved no checkpoint to evaluate")
-    played = rlrun.play(
-        PlayRequest(
-            task=request.task,
-            library=request.library,
-            algorithm=request.algorithm,
-            ml_framework=request.ml_framework,
-            checkpoint=str(result.checkpoint),
-            num_episodes=worker.eval_episodes,
-            seed=request.seed,
-            device=request.device,
-            overrides=tuple(word for word in request.overrides if word.startswith("env.")),
-            log_root=request.log_root,
-        )
-    )
+    played = rlrun.play(evaluation(request, result.checkpoint, worker.eval_episodes))
     return played.mean_return
 
 
