@@ -161,3 +161,21 @@ def test_an_inline_study_is_census_clean(tmp_path):
     rlrun.tune(tiny_study(tmp_path / "tune"))
     after = census.settle(before)
     assert census.compare(before, after) == []
+
+
+def test_an_eval_return_objective_is_the_mean_return_rlrun_play_gives_the_trials_checkpoint(tmp_path):
+    """`objective: eval_return` plays each trial's checkpoint through `rlrun.play` (the same evaluation request a
+    bench cell makes): replaying the best run's checkpoint gives the trial's value."""
+    from rlrun.api.cells import evaluation
+
+    result = rlrun.tune(
+        tiny_study(tmp_path / "tune", n_trials=1, objective="eval_return", eval_episodes=3, seeds=(5,), report=False)
+    )
+    (trial,) = trials_of(result)
+    assert trial.state == optuna.trial.TrialState.COMPLETE
+    (run_dir,) = (tmp_path / "tune" / "runs" / "sb3").glob("*/*")
+    checkpoint = max(run_dir.glob("*.zip"), key=lambda path: path.stat().st_mtime_ns)
+    request = rlrun.TrainRequest(
+        task="rlrun/CartPole-v1", library="sb3", seed=5, overrides=SB3_SMALL, log_root=str(tmp_path / "tune" / "runs")
+    )
+    assert trial.value == pytest.approx(rlrun.play(evaluation(request, checkpoint, 3)).mean_return)
