@@ -24,6 +24,7 @@ from rlrun.api.requests import PlayResult
 from rlrun.errors import UnsupportedTask, UserError
 from rlrun.hermetic import Call, fresh_torch_state
 from rlrun.libraries import libraries_for
+from rlrun.libraries.base import PlayJob
 from rlrun.progress import Progress
 
 
@@ -102,6 +103,20 @@ def checkpoint_fit(checkpoint: Path, task: str) -> Iterator[None]:
         ) from None
 
 
+def play_job(plan: LibraryPlan, env: Any, checkpoint: Path, deterministic: bool) -> PlayJob:
+    """What an adapter needs to rebuild the policy of `checkpoint` for the plan's library, env and settings."""
+    return PlayJob(
+        env=env,
+        config=plan.library_config,
+        checkpoint=checkpoint,
+        device=plan.device,
+        deterministic=deterministic,
+        algorithm=plan.algorithm,
+        ml_framework=plan.ml_framework,
+        seed=plan.seed,
+    )
+
+
 def check_resume_fit(plan: TrainPlan, env: Any) -> None:
     """Rebuild the policy from the checkpoint to resume from, before the run directory exists, so that a checkpoint
     of another task or network is refused without leaving a run behind. The torch, NumPy and Python RNG streams are
@@ -111,19 +126,8 @@ def check_resume_fit(plan: TrainPlan, env: Any) -> None:
     import numpy as np
     import torch
 
-    from rlrun.libraries.base import PlayJob
-
-    job = PlayJob(
-        env=env,
-        config=plan.library_config,
-        checkpoint=plan.resume_from,
-        device=plan.device,
-        deterministic=True,
-        algorithm=plan.algorithm,
-        ml_framework=plan.ml_framework,
-        seed=plan.seed,
-    )
     assert plan.resume_from is not None
+    job = play_job(plan, env, plan.resume_from, deterministic=True)
     python_state, numpy_state = random.getstate(), np.random.get_state()
     devices = [torch.cuda.current_device()] if plan.device.startswith("cuda") and torch.cuda.is_initialized() else []
     try:

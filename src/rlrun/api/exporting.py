@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import runs
-from rlrun.api.call import checkpoint_fit, console, session
+from rlrun.api.call import checkpoint_fit, console, play_job, session
 from rlrun.api.planning import has, plan_export
 from rlrun.api.requests import EXPORT_FORMATS, ExportRequest, ExportResult
 from rlrun.hermetic import Call, hermetic_call
-from rlrun.libraries.base import PlayJob
 
 
 def export(request: ExportRequest, *, check_leaks: bool | None = None) -> ExportResult:
@@ -27,16 +26,7 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
         import torch
 
         env = opened.env
-        job = PlayJob(
-            env=env,
-            config=plan.library_config,
-            checkpoint=plan.checkpoint,
-            device=plan.device,
-            deterministic=True,
-            algorithm=plan.algorithm,
-            ml_framework=plan.ml_framework,
-            seed=plan.seed,
-        )
+        job = play_job(plan, env, plan.checkpoint, deterministic=True)
         with console(plan), checkpoint_fit(plan.checkpoint, plan.task):
             module = plan.adapter.export_policy(job).eval()
         observations = _validation_observations(env, module, plan.validation_steps, plan.seed)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from rlrun.api.call import Video, checkpoint_fit, console, play_result, run_episodes, session, video_prefix
+from rlrun.api.call import Video, checkpoint_fit, console, play_job, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_play
 from rlrun.api.requests import PlayRequest, PlayResult
 from rlrun.hermetic import Call, hermetic_call
-from rlrun.libraries.base import PlayJob
 from rlrun.progress import Progress
 
 
@@ -20,16 +19,7 @@ def play_in_call(call: Call, request: PlayRequest, progress: Progress | None = N
     """`play` within an already open hermetic call."""
     plan = plan_play(call, request)
     with session(call, plan, progress=progress) as opened:
-        job = PlayJob(
-            env=opened.env,
-            config=plan.library_config,
-            checkpoint=plan.checkpoint,
-            device=plan.device,
-            deterministic=plan.deterministic,
-            algorithm=plan.algorithm,
-            ml_framework=plan.ml_framework,
-            seed=plan.seed,
-        )
+        job = play_job(plan, opened.env, plan.checkpoint, plan.deterministic)
         with console(plan), checkpoint_fit(plan.checkpoint, plan.task):
             policy = plan.adapter.load_policy(job)
         video = None
