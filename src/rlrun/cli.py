@@ -173,34 +173,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     from rlrun.api.bench import BenchRequest
 
-    bench = commands.add_parser(
+    _spec_command(
+        commands,
         "bench",
+        BenchRequest,
         help="compare libraries over tasks and seeds",
         description=f"{BenchRequest.__doc__} Give a YAML spec (its keys are the flags' names; see README), "
         "flags, or both (flags override the spec). Trailing agent.KEY=VALUE and env.KEY=VALUE words apply to "
         "every cell.",
         epilog=BENCH_EXAMPLES,
-        formatter_class=_HelpFormatter,
+        spec_help="a YAML bench spec (optional)",
     )
-    bench.add_argument("spec", nargs="?", default=None, help="a YAML bench spec (optional)")
-    _request_flags(bench, BenchRequest, given_only=True)
-    for flag, text in CLI_ONLY_FLAGS:
-        bench.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
     from rlrun.api.tune import TuneRequest
 
-    tune = commands.add_parser(
+    _spec_command(
+        commands,
         "tune",
+        TuneRequest,
         help="search hyperparameters with Optuna",
         description=f"{TuneRequest.__doc__} Give a YAML spec (its keys are the flags' names, with search_space and "
         "enqueue; see README) and flags that override it. Trailing agent.KEY=VALUE and env.KEY=VALUE words are fixed "
         "overrides of every trial. Running the same command again resumes the study.",
         epilog=TUNE_EXAMPLES,
-        formatter_class=_HelpFormatter,
+        spec_help="a YAML tune spec",
     )
-    tune.add_argument("spec", nargs="?", default=None, help="a YAML tune spec")
-    _request_flags(tune, TuneRequest, given_only=True)
-    for flag, text in CLI_ONLY_FLAGS:
-        tune.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
     report = commands.add_parser(
         "report",
         help="write a bench's report.md and plots",
@@ -256,6 +252,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A further Ctrl-C while the error line is printed or the warnings are replayed: the exit code stands.
         return code if code in (130, 143) else 130
     return code
+
+
+def _spec_command(
+    commands: Any, name: str, request: type, *, help: str, description: str, epilog: str, spec_help: str
+) -> None:
+    """A command that takes a YAML spec and the request's flags, which override it (`bench`, `tune`)."""
+    parser = commands.add_parser(
+        name, help=help, description=description, epilog=epilog, formatter_class=_HelpFormatter
+    )
+    parser.add_argument("spec", nargs="?", default=None, help=spec_help)
+    _request_flags(parser, request, given_only=True)
+    for flag, text in CLI_ONLY_FLAGS:
+        parser.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
 
 
 def console() -> NoReturn:
