@@ -70,11 +70,32 @@ def test_the_core_imports_no_rl_library(module):
             assert name.split(".")[0] not in RL_LIBRARIES, f"{path.relative_to(SOURCE)} imports {name}"
 
 
+ADAPTERS = ("rsl_rl", "skrl", "sb3", "rl_games", "torchrl")
+
+
+def adapter_files(name: str) -> list[Path]:
+    """The adapter module `libraries/<name>.py` and the parts it is split into, `libraries/<name>_*.py`."""
+    return [SOURCE / "libraries" / f"{name}.py", *sorted((SOURCE / "libraries").glob(f"{name}_*.py"))]
+
+
 def test_each_adapter_imports_its_own_library_only():
     own = {"rsl_rl": ("rsl_rl", "tensordict", "git"), "skrl": ("skrl", "jax", "flax", "optax", "jaxlib")}
-    own |= {"sb3": ("stable_baselines3",), "rl_games": ("rl_games",)}
+    own |= {"sb3": ("stable_baselines3",), "rl_games": ("rl_games",), "torchrl": ("torchrl", "tensordict")}
     for name, roots in own.items():
-        for imported in imports_of(SOURCE / "libraries" / f"{name}.py"):
-            root = imported.split(".")[0]
-            if root in RL_LIBRARIES:
-                assert root in roots, f"libraries/{name}.py imports {imported}"
+        for path in adapter_files(name):
+            for imported in imports_of(path):
+                root = imported.split(".")[0]
+                if root in RL_LIBRARIES:
+                    assert root in roots, f"libraries/{path.name} imports {imported}"
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_adapters_and_their_parts_import_heavy_modules_inside_functions_only(name):
+    """Loading an adapter (planning does, and the guard docs) must not import torch or the library itself."""
+    heavy = (*RL_LIBRARIES, "torch", "numpy", "gymnasium", "tensordict", "tqdm", "optuna")
+    for path in adapter_files(name):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            for imported in names:
+                assert imported.split(".")[0] not in heavy, f"libraries/{path.name} imports {imported} at the top"

@@ -377,7 +377,7 @@ def _run(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
 
 def _bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     from rlrun import api, progress
-    from rlrun.api.bench import SPEC_KEYS, BenchRequest, load_spec
+    from rlrun.api.bench_request import SPEC_KEYS, BenchRequest, load_spec
 
     given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
     given["overrides"] = tuple(args.overrides) or None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import rlrun
-from rlrun.api.bench import BenchRun
+from rlrun.api.bench_request import BenchRun
 from support import MEDDLING_TASK, SMALL_RSL_RL
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 import rlrun
-from rlrun.api.bench import BenchRequest, BenchRun, load_spec, parse_seeds, plan_bench
+from rlrun.api.bench_planning import plan_bench
+from rlrun.api.bench_request import BenchRequest, BenchRun, load_spec, parse_seeds
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import hermetic_call
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rlrun
-from rlrun.api import planning
+from rlrun.api import checks
 from support import SHORT_RUNS, SMALL_RSL_RL
 
 
@@ -95,7 +95,7 @@ def test_the_native_picture_is_gymnasium_s_picture_of_the_same_state():
 
 
 def test_video_needs_moviepy_and_says_how_to_get_it(monkeypatch, capsys, log_root):
-    monkeypatch.setattr(planning, "has", lambda module: module != "moviepy")
+    monkeypatch.setattr(checks, "has", lambda module: module != "moviepy")
     assert rlrun.main(["random", "--task", "rlrun/Pendulum-v1", "--video", "--log_root", str(log_root)]) == 2
     assert "pip install 'rlrun[video]'" in capsys.readouterr().err
     assert not log_root.exists()
@@ -130,7 +130,7 @@ def test_a_classic_control_video_leaves_no_sdl_subsystem_or_native_thread(log_ro
     timer thread running; the SDL guard shuts it down, and the call prints no SDL complaint about a display."""
     import pygame
 
-    from rlrun.hermetic.guards import _capture_sdl, _sdl
+    from rlrun.hermetic.process_guards import _capture_sdl, _sdl
 
     if _capture_sdl():  # a render outside rlrun (another test's) left SDL running: start from a process without
         pygame.quit()

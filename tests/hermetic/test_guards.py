@@ -42,7 +42,7 @@ def test_guard_restores_value_and_identity(name, monkeypatch):
     if name == "SDL subsystems (pygame)":  # a render outside rlrun (another test's) may have left SDL running
         import pygame
 
-        from rlrun.hermetic.guards import _capture_sdl, _sdl
+        from rlrun.hermetic.process_guards import _capture_sdl, _sdl
 
         if _capture_sdl():
             pygame.quit()

@@ -25,6 +25,8 @@ from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import GUARDS, census, hermetic_call
 from rlrun.libraries import rsl_rl
 from rlrun.libraries import skrl as adapter
+from rlrun.libraries.skrl_checkpoints import checkpoint_framework
+from rlrun.libraries.skrl_env import jax_device
 from support import assert_order_independent
 
 CARTPOLE = "rlrun/CartPole-v1"
@@ -250,7 +252,7 @@ def test_a_jax_checkpoint_is_read_without_running_code(tmp_path):
     path = tmp_path / "agent.pickle"
     path.write_bytes(pickle.dumps({"policy": serialization.to_bytes({"kernel": np.ones((2, 2))})}, protocol=4))
     adapter.check_checkpoint(path)
-    assert adapter.checkpoint_framework(path) == "jax"
+    assert checkpoint_framework(path) == "jax"
     path.write_bytes(pickle.dumps({"policy": "not bytes"}, protocol=4))
     with pytest.raises(CorruptCheckpoint, match="not a dictionary of serialized modules"):
         adapter.check_checkpoint(path)
@@ -269,7 +271,7 @@ def initialise_jax():
 def test_jax_cannot_use_a_device_it_does_not_have():
     initialise_jax()
     with pytest.raises(InvalidArgument, match="pass --device cpu"):
-        adapter.jax_device("cuda:7")
+        jax_device("cuda:7")
 
 
 # --- guards -------------------------------------------------------------------------------------------------

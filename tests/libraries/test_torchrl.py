@@ -29,6 +29,7 @@ from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency
 from rlrun.hermetic import census
 from rlrun.libraries import LIBRARIES, check_installed
 from rlrun.libraries import torchrl as adapter
+from rlrun.libraries.torchrl_agent import CHECKPOINT_FORMAT
 from rlrun.libraries.torchrl_env import TorchRLVecEnv
 from support import assert_order_independent
 
@@ -190,7 +191,7 @@ def test_a_run_keeps_weights_only_checkpoints_listed_in_its_manifest(log_root):
         ("model_3.pt", 3),
     ]
     state = torch.load(result.checkpoint, weights_only=True)
-    assert state["format"] == adapter.CHECKPOINT_FORMAT and state["algorithm"] == "ppo" and state["iteration"] == 3
+    assert state["format"] == CHECKPOINT_FORMAT and state["algorithm"] == "ppo" and state["iteration"] == 3
     assert int(state["optimizer"]["state"][0]["step"]) == 3 * 2 * 2  # iterations x epochs x minibatches
     assert not (Path.cwd() / "runs").exists() and manifest["versions"]["torchrl"] == LIBRARIES["torchrl"].version
 
@@ -215,7 +216,7 @@ def test_files_that_are_not_torchrl_agents_are_refused(tmp_path, log_root):
     path.write_bytes(b"\x80\x04not a zip")
     with pytest.raises(CorruptCheckpoint, match="cannot be read as a TorchRL checkpoint"):
         adapter.check_checkpoint(path)
-    torch.save({"format": adapter.CHECKPOINT_FORMAT, "code": os.system}, path)
+    torch.save({"format": CHECKPOINT_FORMAT, "code": os.system}, path)
     with pytest.raises(CorruptCheckpoint, match="cannot be read"):
         adapter.check_checkpoint(path)
     trained = train(log_root, max_iterations=1)

@@ -6,13 +6,15 @@
 One role per module:
 
 - `requests`: the request and result dataclasses (their field docstrings are the CLI's help);
-- `planning`: each request validated into a complete, typed plan before anything changes;
+- `planning`, `checks`, `resolution`: each request validated into a complete, typed plan before anything
+  changes (its own values checked, then what it resolves to: checkpoint, algorithm, configurations);
 - `call`: the guarded session every call runs its body in (scope, torch state, seeds, env);
 - `training`, `playing`, `exporting`, `agents`: one call body each, with its public function and
   its `*_in_call` form for a caller that already holds a hermetic call (the CLI);
 - `iterations`: what a training does at each step: metrics.csv rows, stop requests, Ctrl-C and SIGTERM;
-- `bench`, `cells`: tasks x runs x seeds on an executor (`rlrun.executors`), results and report;
-- `tune`, `tuning`, `search_space`: an Optuna study whose trials are hermetic trainings on an executor.
+- `bench`, `bench_request`, `bench_planning`, `cells`: tasks x runs x seeds on an executor (`rlrun.executors`),
+  results and report;
+- `tune`, `tuning`, `studies`, `search_space`: an Optuna study whose trials are hermetic trainings on an executor.
 
 Each call runs in three phases (see `rlrun.hermetic.scope`): plan (parse and validate the request,
 import what it needs; nothing else changes and no directory is made), run (inside the guarded
@@ -22,7 +24,8 @@ up in `rlrun.libraries.LIBRARIES`.
 """
 
 from rlrun.api.agents import agent_in_call, random_agent, zero_agent
-from rlrun.api.bench import BenchRequest, BenchResult, BenchRun, bench, bench_in_call, load_spec
+from rlrun.api.bench import bench, bench_in_call
+from rlrun.api.bench_request import BenchRequest, BenchResult, BenchRun, load_spec
 from rlrun.api.exporting import export, export_in_call
 from rlrun.api.planning import AGENTS, CORE_IMPORTS, EXPORT_IMPORTS
 from rlrun.api.playing import play, play_in_call

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import rollout, runs
-from rlrun.api.planning import env_errors
 from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
 from rlrun.api.requests import PlayResult
+from rlrun.api.resolution import env_errors
 from rlrun.errors import UnsupportedTask, UserError
 from rlrun.hermetic import Call, fresh_torch_state
 from rlrun.libraries import libraries_for

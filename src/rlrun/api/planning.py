@@ -5,28 +5,33 @@ and whole: every number checked, the task resolved, the library chosen and impor
 seed, checkpoint, algorithm, framework and configurations settled. Planning imports what the call
 will need (import effects belong to the import, see `rlrun.hermetic.scope`) but changes nothing
 else and makes no directory; a request it rejects raises a `UserError` and leaves no trace.
+
+The checks of a request's own values are `rlrun.api.checks`; what a request resolves to once its task and
+library are known (checkpoint, algorithm and framework, configurations) is `rlrun.api.resolution`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import importlib.util
 import os
-import re
-import secrets
-import types
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from rlrun import configs, runs
+from rlrun.api.checks import (
+    MAX_NUM_ENVS,
+    MAX_SEED,
+    check_common,
+    check_int,
+    check_request_type,
+    has,
+    normalised,
+    resolve_device,
+    resolve_seed,
+)
 from rlrun.api.curves import CURVE_IMPORTS
 from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
     EXPORT_FORMATS,
-    VECTORIZATION_MODES,
     AgentRequest,
     ExportRequest,
     LibraryRequest,
@@ -34,10 +39,20 @@ from rlrun.api.requests import (
     TaskRequest,
     TrainRequest,
 )
-from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
+from rlrun.api.resolution import (
+    Settled,
+    Target,
+    check_framework,
+    env_errors,
+    recorded_iteration,
+    resolve_checkpoint,
+    resolve_configs,
+    settle,
+    steps_per_iteration,
+)
+from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
 from rlrun.hermetic import Call
-from rlrun.libraries import LIBRARIES, Library, check_installed, get_library, libraries_for, load_adapter
-from rlrun.libraries.base import Adapter
+from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
 
 CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs", "rlrun.envs.plugins")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
@@ -54,50 +69,45 @@ EXPORT_IMPORTS = ("torch.onnx", "onnx", "onnxscript", "torch.jit")
 AGENTS = ("zero", "random")
 """The agents that need no library (`rlrun zero`, `rlrun random`)."""
 
-RequestT = TypeVar("RequestT", bound=TaskRequest)
-
-MAX_NUM_ENVS = 1 << 20
-MAX_SEED = 2**32 - 1
-
 
 # --- the plan of each call kind -----------------------------------------------------------------------------
 
 
 def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     """Validate a training request; with `resume`, find the checkpoint and take the run's configuration."""
-    _check_request_type(request, TrainRequest, "train")
-    request = _normalised(request)
+    check_request_type(request, TrainRequest, "train")
+    request = normalised(request)
     target = _target(call, request)
-    _check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
+    check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
     if request.run_name is not None:
         runs.check_name(request.run_name, "--run_name")
     if request.video:
-        _check_int(request.video_interval, "the video interval", minimum=1, flag="--video_interval")
+        check_int(request.video_interval, "the video interval", minimum=1, flag="--video_interval")
     checkpoint: Path | None = None
     checkpoint_run: runs.Run | None = None
     if request.resume or request.checkpoint is not None or request.load_run is not None:
         if not request.resume:
             raise InvalidArgument("--checkpoint and --load_run continue a run only with --resume; add --resume.")
-        checkpoint, checkpoint_run = _resolve_checkpoint(target, request, request.checkpoint or "latest")
-    settled = _settle(call, target, request, checkpoint, checkpoint_run)
+        checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest")
+    settled = settle(call, target, request, checkpoint, checkpoint_run)
     call.import_modules(CURVE_IMPORTS)  # the run's rlrun/* TensorBoard curves
-    agent, environment, source = _configs(
+    agent, environment, source = resolve_configs(
         target, settled.algorithm, checkpoint_run, request.overrides, request.agent_config
     )
     num_envs = request.num_envs or agent.get("num_envs", 1)
-    _check_int(num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
-    _check_int(agent.get("max_iterations"), "the number of iterations", minimum=1, flag="agent.max_iterations")
+    check_int(num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="agent.num_envs")
+    check_int(agent.get("max_iterations"), "the number of iterations", minimum=1, flag="agent.max_iterations")
     if request.seed is None and agent.get("seed") != -1:
-        _check_int(agent.get("seed"), "the seed", minimum=0, maximum=MAX_SEED, flag="agent.seed")
+        check_int(agent.get("seed"), "the seed", minimum=0, maximum=MAX_SEED, flag="agent.seed")
     library_config = configs.library_config(agent)
     return TrainPlan(
-        **_task_fields(target, request, environment, num_envs, _resolve_seed(request.seed, agent.get("seed"))),
+        **_task_fields(target, request, environment, num_envs, resolve_seed(request.seed, agent.get("seed"))),
         **_library_fields(target, settled, agent, library_config, checkpoint_run, request.verbose),
         max_iterations=request.max_iterations or int(agent.get("max_iterations", 1)),
-        env_steps_per_iteration=_steps_per_iteration(target, library_config, num_envs),
+        env_steps_per_iteration=steps_per_iteration(target, library_config, num_envs),
         agent_config_source=source,
         resume_from=checkpoint,
-        resume_iteration=_recorded_iteration(checkpoint, checkpoint_run),
+        resume_iteration=recorded_iteration(checkpoint, checkpoint_run),
         run_name=request.run_name,
         deterministic=request.deterministic,
         video_interval=request.video_interval,
@@ -107,17 +117,17 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
 
 def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
     """Validate an evaluation request and find its checkpoint."""
-    _check_request_type(request, PlayRequest, "play")
-    request = _normalised(request)
+    check_request_type(request, PlayRequest, "play")
+    request = normalised(request)
     target = _target(call, request)
-    _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
-    _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
-    checkpoint, checkpoint_run = _resolve_checkpoint(target, request, request.checkpoint or "latest")
-    settled = _settle(call, target, request, checkpoint, checkpoint_run)
-    agent, environment, _ = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
+    check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
+    check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
+    checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest")
+    settled = settle(call, target, request, checkpoint, checkpoint_run)
+    agent, environment, _ = resolve_configs(target, settled.algorithm, checkpoint_run, request.overrides)
     num_envs = request.num_envs or min(request.num_episodes, 64)
     return PlayPlan(
-        **_task_fields(target, request, environment, num_envs, _resolve_seed(request.seed, agent.get("seed"))),
+        **_task_fields(target, request, environment, num_envs, resolve_seed(request.seed, agent.get("seed"))),
         **_library_fields(target, settled, agent, configs.library_config(agent), checkpoint_run, request.verbose),
         checkpoint=checkpoint,
         num_episodes=request.num_episodes,
@@ -128,8 +138,8 @@ def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
 
 def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
     """Validate an export request, find its checkpoint and import the exporters."""
-    _check_request_type(request, ExportRequest, "export")
-    request = _normalised(request)
+    check_request_type(request, ExportRequest, "export")
+    request = normalised(request)
     formats = tuple(EXPORT_FORMATS) if request.format == "both" else (request.format,)
     if request.format != "both" and request.format not in EXPORT_FORMATS:
         choices = ", ".join([*EXPORT_FORMATS, "both"])
@@ -137,27 +147,27 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
             f"--format {request.format!r} is not one of {choices}."
             f"{did_you_mean(str(request.format), [*EXPORT_FORMATS, 'both'])}"
         )
-    _check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
+    check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
     target = _target(call, request)
     if request.ml_framework is not None and request.ml_framework != "torch":
-        _check_framework(target.library, request.ml_framework)
+        check_framework(target.library, request.ml_framework)
         raise InvalidArgument(
             f"rlrun exports PyTorch policies only, not {request.ml_framework} ones; "
             f"export a {target.library.name} run trained with --ml_framework torch (drop --ml_framework)."
         )
     # Only PyTorch runs can be exported, so `latest` and `best` look among those alone.
-    checkpoint, checkpoint_run = _resolve_checkpoint(target, request, request.checkpoint or "latest", "torch")
-    settled = _settle(call, target, request, checkpoint, checkpoint_run)
+    checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest", "torch")
+    settled = settle(call, target, request, checkpoint, checkpoint_run)
     if settled.ml_framework != "torch":
         raise InvalidArgument(
             f"rlrun exports PyTorch policies only, and this {target.library.name} agent runs on "
             f"{settled.ml_framework}; train it with --ml_framework torch to export it."
         )
     call.import_modules(EXPORT_IMPORTS[: 3 if "onnx" in formats else 0] + ("onnxruntime",) * has("onnxruntime"))
-    agent, environment, _ = _configs(target, settled.algorithm, checkpoint_run, request.overrides)
+    agent, environment, _ = resolve_configs(target, settled.algorithm, checkpoint_run, request.overrides)
     return ExportPlan(
         **_task_fields(
-            target, request, environment, request.num_envs or 8, _resolve_seed(request.seed, agent.get("seed"))
+            target, request, environment, request.num_envs or 8, resolve_seed(request.seed, agent.get("seed"))
         ),
         **_library_fields(target, settled, agent, configs.library_config(agent), checkpoint_run, request.verbose),
         checkpoint=checkpoint,
@@ -168,11 +178,11 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
 
 def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
     """Validate a zero or random agent's request (no library, so no agent configuration)."""
-    _check_request_type(request, AgentRequest, f"{kind}_agent")
-    request = _normalised(request)
-    _check_common(request)
-    _check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
-    _check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
+    check_request_type(request, AgentRequest, f"{kind}_agent")
+    request = normalised(request)
+    check_common(request)
+    check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
+    check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
     if request.video:
         runs.check_log_root(request.log_root)
     import_core(call, request.video)
@@ -190,12 +200,12 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
     environment = configs.apply_overrides(defaults, scoped["env"], scope="env")
     return AgentPlan(
         task=task,
-        device=_resolve_device(request.device),
+        device=resolve_device(request.device),
         log_root=Path(request.log_root).absolute(),
         experiment=runs.experiment_name(task),
         env_config=environment,
         num_envs=request.num_envs or 4,
-        seed=_resolve_seed(request.seed, None),
+        seed=resolve_seed(request.seed, None),
         vectorization=request.vectorization,
         video=request.video,
         video_length=request.video_length,
@@ -209,29 +219,8 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
 # --- what the plans share -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Target:
-    """The task, library and device a library request names, resolved."""
-
-    task: str
-    library: Library
-    adapter: Adapter
-    device: str
-    log_root: Path
-    experiment: str
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """Algorithm and framework: asked for, else the checkpoint's, else the defaults."""
-
-    algorithm: str
-    ml_framework: str
-    device: str
-
-
 def _task_fields(
-    target: _Target, request: TaskRequest, environment: dict[str, Any], num_envs: int, seed: int
+    target: Target, request: TaskRequest, environment: dict[str, Any], num_envs: int, seed: int
 ) -> dict[str, Any]:
     return dict(
         task=target.task,
@@ -267,8 +256,8 @@ def pick_threads(requested: int | None, num_envs: int, cores: int | None = None)
 
 
 def _library_fields(
-    target: _Target,
-    settled: _Settled,
+    target: Target,
+    settled: Settled,
     agent: dict[str, Any],
     library_config: dict[str, Any],
     checkpoint_run: runs.Run | None,
@@ -317,9 +306,9 @@ def start_resource_tracker() -> None:
     resource_tracker.ensure_running()
 
 
-def _target(call: Call, request: LibraryRequest) -> _Target:
+def _target(call: Call, request: LibraryRequest) -> Target:
     """What train, play and export validate alike: numbers, task, library, device, log root."""
-    _check_common(request)
+    check_common(request)
     if request.experiment is not None:
         runs.check_name(request.experiment, "--experiment_name")
     runs.check_log_root(request.log_root)
@@ -329,131 +318,14 @@ def _target(call: Call, request: LibraryRequest) -> _Target:
     task = resolve_task(request.task, call.import_modules)  # `module:id`: the module is imported
     _check_renderable(task, request.video)
     library = _choose_library(call, task, request.library)
-    return _Target(
+    return Target(
         task=task,
         library=library,
         adapter=load_adapter(library),
-        device=_resolve_device(request.device),
+        device=resolve_device(request.device),
         log_root=Path(request.log_root).absolute(),
         experiment=request.experiment or runs.experiment_name(task),
     )
-
-
-CASE_FREE_FIELDS = ("library", "algorithm", "ml_framework", "format", "vectorization", "device")
-"""Fields whose values are names, compared without regard to case everywhere (`PPO`, `JAX`, `ONNX`)."""
-
-
-def _normalised(request: RequestT) -> RequestT:
-    """The request with every case-free name lower-cased."""
-    changes = {
-        name: getattr(request, name).lower()
-        for name in CASE_FREE_FIELDS
-        if isinstance(getattr(request, name, None), str) and getattr(request, name) != getattr(request, name).lower()
-    }
-    return dataclasses.replace(request, **changes) if changes else request
-
-
-def _check_request_type(request: Any, expected: type, call: str) -> None:
-    if not isinstance(request, expected):
-        raise InvalidArgument(
-            f"rlrun.{call} takes a {expected.__name__}, not {type(request).__name__}; "
-            f"build the request with rlrun.{expected.__name__}(task=...)."
-        )
-
-
-def _check_int(value: Any, name: str, *, minimum: int, maximum: int | None = None, flag: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{flag} must be an integer, not {value!r}.")
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
-        raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
-
-
-def _check_field_types(request: Any) -> None:
-    """Every field of a request holds a value of its declared type (the API has no argparse to convert)."""
-    import typing
-
-    hints = typing.get_type_hints(type(request))
-    for item in dataclasses.fields(request):
-        value, kind = getattr(request, item.name), hints[item.name]
-        allowed = typing.get_args(kind) if typing.get_origin(kind) in (typing.Union, types.UnionType) else (kind,)
-        plain = tuple(typing.get_origin(option) or option for option in allowed)
-        if tuple in plain:
-            plain = (*plain, list)  # a list of words is as good as a tuple (and what JSON gives)
-        if bool not in plain and isinstance(value, bool) and int in plain:
-            ok = False
-        else:
-            ok = any(option is type(None) and value is None for option in allowed) or isinstance(
-                value, tuple(option for option in plain if option is not type(None))
-            )
-        if ok and isinstance(value, tuple | list):
-            ok = all(isinstance(word, str) for word in value)
-        if not ok:
-            names = " or ".join(getattr(option, "__name__", str(option)) for option in plain)
-            names = names.replace("NoneType", "None")
-            raise InvalidArgument(
-                f"{type(request).__name__}.{item.name} must be {names}, not {value!r}; "
-                f"pass {item.name}= a value of that type."
-            )
-
-
-def _check_common(request: TaskRequest) -> None:
-    _check_field_types(request)
-    if not isinstance(request.task, str) or not request.task:
-        raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
-    _check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
-    _check_int(request.threads, "the number of threads", minimum=1, maximum=1024, flag="--threads")
-    if request.seed != -1:
-        _check_int(request.seed, "the seed", minimum=0, maximum=MAX_SEED, flag="--seed")
-    if request.vectorization not in VECTORIZATION_MODES:
-        raise InvalidArgument(
-            f"--vectorization {request.vectorization!r} is not one of {', '.join(VECTORIZATION_MODES)}."
-            f"{did_you_mean(str(request.vectorization), VECTORIZATION_MODES)}"
-        )
-    if request.video:
-        _check_int(request.video_length, "the video length", minimum=1, flag="--video_length")
-        if not has("moviepy"):
-            raise MissingDependency(
-                "recording videos needs moviepy, which is not installed: pip install 'rlrun[video]'"
-            )
-    if isinstance(request.overrides, str):
-        raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
-
-
-def _resolve_device(device: str | None) -> str:
-    import torch
-
-    if device is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
-        raise InvalidArgument(f"--device {device!r} is not a device: use cpu, cuda or cuda:N.")
-    if device.startswith("cuda"):
-        if not torch.cuda.is_available():
-            raise InvalidArgument(f"--device {device!r} requested but CUDA is not available here; pass --device cpu.")
-        index = int(device.partition(":")[2] or 0)
-        if index >= torch.cuda.device_count():
-            raise InvalidArgument(f"--device {device!r}: only {torch.cuda.device_count()} CUDA device(s) are visible.")
-    return device
-
-
-def has(module: str) -> bool:
-    """Whether `module` can be imported (found without importing it)."""
-    return importlib.util.find_spec(module) is not None
-
-
-def _jax_has_cuda() -> bool:
-    """Whether a CUDA build of jaxlib is installed (found without importing or initialising JAX)."""
-    return any(has(name) for name in ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_cuda12_pjrt"))
-
-
-def _resolve_seed(seed: int | None, default: Any) -> int:
-    if seed is None:
-        seed = default if isinstance(default, int) else 42
-    if seed == -1:
-        seed = secrets.randbelow(MAX_SEED)  # OS entropy: the caller's RNGs are not consumed
-    return seed
 
 
 def _choose_library(call: Call, task: str, name: str | None) -> Library:
@@ -495,17 +367,6 @@ def _probe_action_space(call: Call, task: str) -> str:
             env.close()
 
 
-@contextlib.contextmanager
-def env_errors(task: str) -> Iterator[None]:
-    """Turn Gymnasium's "a dependency of this task is missing" into a one-line user error naming the extra."""
-    import gymnasium
-
-    try:
-        yield
-    except gymnasium.error.DependencyNotInstalled as error:
-        raise MissingDependency(f"task {task!r} cannot be made here: {error}") from None
-
-
 def _check_renderable(task: str, video: bool) -> None:
     """Refuse `--video` for a MuJoCo task when no OpenGL backend is chosen and there is no display."""
     if not video or os.environ.get("MUJOCO_GL") or os.environ.get("DISPLAY"):
@@ -518,149 +379,6 @@ def _check_renderable(task: str, video: bool) -> None:
             f"recording {task} needs an OpenGL backend for MuJoCo and this process has no display; "
             "set MUJOCO_GL=egl (or MUJOCO_GL=osmesa) in the environment, or drop --video."
         )
-
-
-def _resolve_checkpoint(
-    target: _Target, request: LibraryRequest, selector: str, framework: str | None = None
-) -> tuple[Path, runs.Run | None]:
-    """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
-    if selector not in runs.SELECTORS:
-        runs.check_path(selector, "--checkpoint")
-    wanted = {
-        "algorithm": request.algorithm and request.algorithm.lower(),
-        "ml_framework": request.ml_framework or framework,
-    }
-    checkpoint, run = runs.resolve_checkpoint(
-        selector,
-        log_root=request.log_root,
-        library=target.library.name,
-        task=target.task,
-        experiment=request.experiment,
-        load_run=request.load_run,
-        match={key: value for key, value in wanted.items() if value is not None},
-    )
-    manifest = run.manifest if run is not None else {}
-    for key, expected, flag in (("task", target.task, "--task"), ("library", target.library.name, "--library")):
-        if manifest.get(key, expected) != expected:
-            raise InvalidArgument(
-                f"checkpoint {str(checkpoint)!r} was trained on {key} {manifest[key]!r}, not {expected!r}; "
-                f"pass {flag} {manifest[key]} or another checkpoint."
-            )
-    return checkpoint, run
-
-
-def _settle(
-    call: Call, target: _Target, request: LibraryRequest, checkpoint: Path | None, run: runs.Run | None
-) -> _Settled:
-    """Settle algorithm and framework (asked for, else the checkpoint's, else the defaults), import the
-    library for that framework and check the checkpoint is one of its own."""
-    manifest = run.manifest if run is not None else {}
-    library, adapter = target.library, target.adapter
-    framework = request.ml_framework or manifest.get("ml_framework") or library.frameworks[0]
-    _check_framework(library, framework)
-    device = target.device
-    if framework == "jax" and request.device is None and device.startswith("cuda") and not _jax_has_cuda():
-        device = "cpu"  # torch sees a GPU, but this JAX was installed for the CPU only
-    call.import_modules(adapter.IMPORTS[framework])
-    algorithm = request.algorithm or manifest.get("algorithm") or adapter.DEFAULT_ALGORITHM
-    if algorithm.lower() not in adapter.ALGORITHMS:
-        close = did_you_mean(algorithm.lower(), adapter.ALGORITHMS, listing=0)
-        raise InvalidArgument(
-            f"--algorithm {algorithm!r} is not one rlrun runs with {library.name}.{close} "
-            f"Choose from: {', '.join(adapter.ALGORITHMS)}."
-        )
-    if checkpoint is not None:
-        try:
-            adapter.check_checkpoint(checkpoint)
-        except CorruptCheckpoint as error:
-            owner = _identify_checkpoint(checkpoint, other_than=library.name)
-            if owner is None:
-                raise
-            raise InvalidArgument(
-                f"checkpoint {str(checkpoint)!r} is a {owner} checkpoint, not a {library.name} one; "
-                f"pass --library {owner}."
-            ) from error
-    return _Settled(algorithm=algorithm.lower(), ml_framework=framework, device=device)
-
-
-def _check_framework(library: Library, framework: str) -> None:
-    if framework not in library.frameworks:
-        raise InvalidArgument(
-            f"--ml_framework {framework!r} is not one {library.name} runs on: use {' or '.join(library.frameworks)}."
-        )
-    check_installed(library, framework)
-
-
-def _identify_checkpoint(path: Path, other_than: str) -> str | None:
-    """The installed library whose checkpoint format `path` has, if any (each adapter reads without building)."""
-    for library in LIBRARIES.values():
-        if library.name == other_than or not library.installed:
-            continue
-        try:
-            load_adapter(library).check_checkpoint(path)
-        except UserError:
-            continue
-        return library.name
-    return None
-
-
-def _configs(
-    target: _Target, algorithm: str, run: runs.Run | None, overrides: tuple[str, ...], agent_config: str | None = None
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """The agent and env configurations, overrides applied, and where the agent's came from: the run's own
-    when continuing one, else the defaults (`configs.starting_config`); an `agent_config` file replaces either."""
-    from rlrun.envs import env_config
-
-    scoped = configs.split_overrides(overrides)
-    saved = run.path / "params" if run is not None else None
-    if saved is not None and (saved / "agent.yaml").is_file() and (saved / "env.yaml").is_file():
-        import yaml
-
-        agent = yaml.safe_load((saved / "agent.yaml").read_text(encoding="utf-8"))
-        environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
-        source = {"from": "run", "path": str(saved / "agent.yaml")}
-    else:
-        agent = source = None
-        with env_errors(target.task):
-            environment = env_config(target.task)
-    if agent is None or agent_config is not None:
-        agent, source = configs.starting_config(
-            target.library.name,
-            algorithm,
-            target.task,
-            path=agent_config,
-            steps_per_iteration=target.adapter.env_steps_per_iteration,
-        )
-    return (
-        configs.apply_overrides(agent, scoped["agent"], scope="agent"),
-        configs.apply_overrides(environment, scoped["env"], scope="env"),
-        source,
-    )
-
-
-def _steps_per_iteration(target: _Target, library_config: dict[str, Any], num_envs: int) -> int:
-    """The adapter's env steps per iteration, which also checks the configuration; a key it needs and
-    the configuration lacks (an `--agent_config` file of another layout) is a one-line user error."""
-    try:
-        return target.adapter.env_steps_per_iteration(library_config, num_envs)
-    except UserError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        what = f"lacks the key {error.args[0]!r}" if isinstance(error, KeyError) else f"is not readable ({error})"
-        raise InvalidArgument(
-            f"the {target.library.name} agent configuration {what}; start from a run's params/agent.yaml "
-            f"(rlrun train --library {target.library.name} writes one)."
-        ) from None
-
-
-def _recorded_iteration(checkpoint: Path | None, run: runs.Run | None) -> int:
-    """The iteration the parent run recorded for the checkpoint being resumed (0 for a file outside a run)."""
-    if checkpoint is None or run is None:
-        return 0
-    for entry in run.checkpoints:
-        if (run.path / entry["file"]).resolve() == checkpoint.resolve():
-            return int(entry.get("iteration") or 0)
-    return 0
 
 
 def _default_max_steps(environment: dict[str, Any]) -> int:

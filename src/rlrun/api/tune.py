@@ -11,7 +11,7 @@ refuses, is one user error before any folder is made. The study lives in an Optu
 `<out>/study.db` unless `storage` names another SQLAlchemy URL), so that running the same request again resumes
 it up to `n_trials` in total, several workers (`process`, `ray`) and several `rlrun tune` processes share it,
 and `optuna-dashboard <out>/study.db` shows it. The trials run in `rlrun.api.tuning` (the worker's loop; see
-there how trials are counted and how a dead process's trial is failed). At the end: `trials.csv`,
+`rlrun.api.studies` for how trials are counted and how a dead process's trial is failed). At the end: `trials.csv`,
 `best.yaml` (the best trial's complete agent configuration), the plots and `report.md` (`rlrun.reports.tune`).
 """
 
@@ -118,7 +118,7 @@ class TuneResult:
     """The study's SQLAlchemy URL (`optuna-dashboard` takes it)."""
     study: str
     n_trials: int
-    """The study's counted trials (see `rlrun.api.tuning`)."""
+    """The study's counted trials (see `rlrun.api.studies`)."""
     completed: int
     pruned: int
     failed: int
@@ -189,7 +189,7 @@ class TunePlan:
 
 def plan_tune(call: Call, request: TuneRequest, echo: bool = False) -> TunePlan:
     """Check the whole study (changes nothing, makes no folder)."""
-    from rlrun.api.bench import parse_seeds
+    from rlrun.api.bench_request import parse_seeds
 
     if not isinstance(request, TuneRequest):
         raise InvalidArgument(
@@ -246,7 +246,7 @@ def plan_tune(call: Call, request: TuneRequest, echo: bool = False) -> TunePlan:
     if not _has("optuna"):
         raise MissingDependency("rlrun tune needs Optuna, which is not installed: pip install 'rlrun[tune]'.")
     call.import_modules(("sqlalchemy.engine", "sqlalchemy.exc", "rlrun.executors", "rlrun.api.tuning"))
-    from rlrun.api import tuning
+    from rlrun.api import studies, tuning
 
     params = parse_space(request.search_space)
     if not isinstance(request.enqueue, tuple | list):
@@ -269,7 +269,7 @@ def plan_tune(call: Call, request: TuneRequest, echo: bool = False) -> TunePlan:
     runs.check_log_root(out, "--out")
     log_root = runs.check_log_root(request.log_root) if request.log_root else out / "runs"
     name = runs.check_name(request.study or runs.experiment_name(out.name or "tune"), "study name")
-    storage, lock = tuning.storage_url(request.storage, out, request.executor)
+    storage, lock = studies.storage_url(request.storage, out, request.executor)
 
     import_core(call, video=False)
     base = TrainRequest(
@@ -365,34 +365,34 @@ def tune_in_call(call: Call, request: TuneRequest, echo: bool = False) -> TuneRe
         call.import_modules(HEAVY_MODULES)
     if plan.executor == "ray":
         call.import_modules(("ray",))
-    from rlrun.api import tuning
+    from rlrun.api import studies
 
-    with call.guarded(), tuning.quiet_optuna():
+    with call.guarded(), studies.quiet_optuna():
         plan.out.mkdir(parents=True, exist_ok=True)
-        with tuning.storage_lock(plan.worker.lock):  # a new database's tables are made by one process
-            storage = tuning.open_storage(plan.storage, plan.worker.heartbeat_s, plan.worker.grace_s)
+        with studies.storage_lock(plan.worker.lock):  # a new database's tables are made by one process
+            storage = studies.open_storage(plan.storage, plan.worker.heartbeat_s, plan.worker.grace_s)
         try:
             study = _open_study(plan, storage)
             rows = _execute(plan, study, storage)
             return _finish(call, plan, study, rows)
         finally:
-            tuning.close_storage(storage)
+            studies.close_storage(storage)
 
 
 def _open_study(plan: TunePlan, storage: Any) -> Any:
     """Create the study, or load it to resume; enqueue the first trials into a new one."""
     import optuna
 
-    from rlrun.api import tuning
+    from rlrun.api import studies, tuning
 
-    with tuning.storage_lock(plan.worker.lock):
+    with studies.storage_lock(plan.worker.lock):
         study = optuna.create_study(
             storage=storage,
             study_name=plan.study,
             direction=plan.direction,
             load_if_exists=True,
-            sampler=tuning.make_sampler(plan.worker.sampler, plan.worker.seed, plan.worker.startup_trials),
-            pruner=tuning.make_pruner(plan.worker.pruner, plan.worker.startup_trials, tuning.total_steps(plan.worker)),
+            sampler=studies.make_sampler(plan.worker.sampler, plan.worker.seed, plan.worker.startup_trials),
+            pruner=studies.make_pruner(plan.worker.pruner, plan.worker.startup_trials, tuning.total_steps(plan.worker)),
         )
         if len(study.directions) != 1 or study.direction.name.lower() != plan.direction:
             raise InvalidArgument(
@@ -402,13 +402,13 @@ def _open_study(plan: TunePlan, storage: Any) -> Any:
         if not study.get_trials(deepcopy=False):
             for params in plan.enqueue:
                 study.enqueue_trial(params, skip_if_exists=False)
-        tuning.reap(study, storage, locked=plan.worker.lock is not None)
+        studies.reap(study, storage, locked=plan.worker.lock is not None)
     return study
 
 
 def _execute(plan: TunePlan, study: Any, storage: Any) -> list[dict[str, Any]]:
     """Run the worker slots on the plan's executor; whatever stops them, fail the trials they left running."""
-    from rlrun.api import tuning
+    from rlrun.api import studies, tuning
     from rlrun.executors import Resources, make_executor
 
     slots = [dataclasses.replace(plan.worker, slot=index) for index in range(plan.workers)]
@@ -427,8 +427,8 @@ def _execute(plan: TunePlan, study: Any, storage: Any) -> list[dict[str, Any]]:
                 else:
                     rows.extend(finished.value)
     finally:
-        with tuning.storage_lock(plan.worker.lock):
-            tuning.reap(study, storage, locked=plan.worker.lock is not None)
+        with studies.storage_lock(plan.worker.lock):
+            studies.reap(study, storage, locked=plan.worker.lock is not None)
     return rows
 
 
@@ -437,7 +437,7 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
     from optuna.trial import TrialState
 
     from rlrun import configs
-    from rlrun.api import tuning
+    from rlrun.api import studies
     from rlrun.reports import tune as tune_report
 
     trials = study.get_trials(deepcopy=False)
@@ -461,7 +461,7 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         out=plan.out,
         storage=plan.storage,
         study=plan.study,
-        n_trials=sum(tuning.counted(trial) for trial in trials),
+        n_trials=sum(studies.counted(trial) for trial in trials),
         completed=len(finished),
         pruned=sum(trial.state == TrialState.PRUNED for trial in trials),
         failed=sum(trial.state == TrialState.FAIL and "error" in trial.user_attrs for trial in trials),

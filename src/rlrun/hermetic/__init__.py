@@ -1,8 +1,9 @@
 """The hermetic core: every global a call may change, captured before it and restored after it.
 
 - `registry`: the guard registry (`GUARDS`, `Guard`, `register`), the one list everything iterates over.
-- `guards`, `torch_state`: the generic guards (Python runtime, logging, process hooks, RNGs, torch,
-  NumPy, Gymnasium) and the explicit torch policy a call states inside its scope.
+- `guards`, `process_guards`, `rng_guards`, `package_guards`, `torch_state`: the generic guards (Python
+  runtime and logging, process hooks, RNGs, NumPy and Gymnasium, torch) and the explicit torch policy a call
+  states inside its scope.
 - `watched`: the watch-only entries, state that cannot be restored (threads, fds, children, ...).
 - `census`: the leak detector, which compares every registry entry before and after a call.
 - `scope`: `hermetic_call`, which ties them together: one call at a time, imports first, then
@@ -11,7 +12,7 @@
 Nothing here imports torch, NumPy or an RL library; guards for a module that is not imported skip.
 """
 
-from rlrun.hermetic import guards, torch_state, watched  # noqa: F401, I001 - importing registers the guards, in this order
+from rlrun.hermetic import guards, process_guards, rng_guards, package_guards, torch_state, watched  # noqa: F401, I001 - importing registers the guards, in this order
 from rlrun.hermetic import census  # noqa: F401
 from rlrun.hermetic.census import leak_check_requested, snapshot
 from rlrun.hermetic.registry import (

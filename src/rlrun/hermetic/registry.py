@@ -2,8 +2,10 @@
 
 How to add a guard
 ------------------
-1. Pick the module. A global any call may change: `hermetic/guards.py` (Python, process, RNGs,
-   NumPy, Gymnasium) or `hermetic/torch_state.py` (torch). A global only one RL library changes: that
+1. Pick the module. A global any call may change: `hermetic/guards.py` (Python runtime, warnings,
+   logging), `process_guards.py` (signals, exit hooks, multiprocessing, SDL, gc), `rng_guards.py`
+   (Python's and NumPy's global RNGs), `package_guards.py` (NumPy's options, Gymnasium's registry) or
+   `hermetic/torch_state.py` (torch). A global only one RL library changes: that
    library's adapter, `rlrun/libraries/<library>.py`, with `owner="<library>"`. State that cannot be
    put back by assignment (threads, file descriptors, one-way switches): `hermetic/watched.py`, as
    `watch(Guard(name, doc, read))`, without a restorer; the leak detector reports it, and whoever

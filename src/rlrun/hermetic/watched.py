@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from rlrun.hermetic.guards import capture_signals, unrecorded_exit_hooks
+from rlrun.hermetic.process_guards import capture_signals, unrecorded_exit_hooks
 from rlrun.hermetic.registry import Guard, module_loaded, register
 
 _torch_loaded = module_loaded("torch")

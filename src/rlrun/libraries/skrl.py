@@ -20,30 +20,23 @@ guards), and writes the PRNG keys of `skrl.config.torch/jax/warp`; the JAX path 
 so no property imports jax), and so are JAX's config values. SKRL never closes its TensorBoard
 writer, and tqdm (its progress bar) starts a monitor thread: both are closed in `finally`.
 
-Checkpoints keep SKRL's names under `<run>/checkpoints/` (`agent_<timestep>.pt` for torch,
-`agent_<timestep>.pickle` for JAX, and `best_agent.*`), written through rlrun's atomic writer and
-recorded in run.json; the last timestep is always saved, and a training stopped early is saved as of its
-last finished iteration. Torch checkpoints are read with
-`torch.load(weights_only=True)` before SKRL's loader (`weights_only=False`) sees them. JAX checkpoints
-are SKRL's pickle of one flax msgpack blob per module, which `torch.load` cannot read: rlrun unpickles
-them first with an unpickler that refuses every global (so no code can run) and parses each blob
-with msgpack, before SKRL's loader (`pickle.load`) sees them.
+Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read before SKRL's loader sees them) are
+`rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s.
 """
 
 from __future__ import annotations
 
 import functools
-import io
-import pickle
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
 from rlrun.hermetic import attributes_guard, register, torch_backend_flags
 from rlrun.hermetic.registry import Guard, module_loaded
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.skrl_checkpoints import CheckpointWriter, check_framework_of, load_checkpoint
+from rlrun.libraries.skrl_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
+from rlrun.libraries.skrl_env import wrap_env
 
 IMPORTS = {
     "torch": (
@@ -71,8 +64,6 @@ IMPORTS = {
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "sac": ("Box",)}
 LOGGERS = ("skrl",)
 DEFAULT_ALGORITHM = "ppo"
-CHECKPOINT_DIRECTORY = "checkpoints"
-EXTENSIONS = {"torch": ".pt", "jax": ".pickle"}
 
 # --- guards: SKRL's configuration singleton and JAX's configuration ------------------------------------------
 
@@ -166,126 +157,16 @@ def _categorical_policy_for_discrete_actions(config: dict[str, Any], action_spac
         config["models"]["policy"] = {**kept, "class": "CategoricalMixin", "unnormalized_log_prob": True}
 
 
-# --- checkpoints --------------------------------------------------------------------------------------------
+# --- the runner -------------------------------------------------------------------------------------------
 
 
-class _NoGlobals(pickle.Unpickler):
-    """Unpickles plain containers only: any class or function reference is refused, so no code runs."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}")
-
-
-def _read_jax_checkpoint(path: Path) -> dict[str, Any]:
-    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code."""
-    import msgpack  # what flax serializes with; importing it changes no process state (flax would import jax)
-
-    with open(path, "rb") as file:
-        modules = _NoGlobals(io.BytesIO(file.read())).load()
-    if not isinstance(modules, dict) or not all(isinstance(blob, bytes) for blob in modules.values()):
-        raise pickle.UnpicklingError("not a dictionary of serialized modules")
-    return {name: msgpack.unpackb(blob, strict_map_key=False) for name, blob in modules.items()}
-
-
-def checkpoint_framework(path: Path) -> str:
-    """`torch` for a torch zip archive, else `jax` (SKRL's pickle)."""
-    return "torch" if zipfile.is_zipfile(path) else "jax"
-
-
-def check_checkpoint(path: Path) -> None:
-    """Read the file (torch: `weights_only=True`; JAX: no globals) and check it holds a SKRL agent."""
-    import torch
-
-    framework = checkpoint_framework(path)
-    try:
-        if framework == "torch":
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        else:
-            state = _read_jax_checkpoint(path)
-    except Exception as error:
-        raise unreadable(path, "a SKRL agent checkpoint", error) from error
-    if not isinstance(state, dict) or "policy" not in state:
-        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not a SKRL agent checkpoint (no 'policy' module).")
-
-
-def _check_framework_of(path: Path, framework: str) -> None:
-    found = checkpoint_framework(path)
-    if found != framework:
-        raise InvalidArgument(
-            f"checkpoint {str(path)!r} holds a SKRL {found} agent, not a {framework} one; pass --ml_framework {found}."
-        )
-
-
-def _write_modules(framework: str, modules: dict[str, Any], path: str) -> None:
-    """Write module states as SKRL's `write_checkpoint` does for a whole agent."""
-    if framework == "torch":
-        import torch
-
-        torch.save(modules, path)
-        return
-    from flax import serialization
-
-    with open(path, "wb") as file:
-        pickle.dump({name: serialization.to_bytes(value) for name, value in modules.items()}, file, protocol=4)
-
-
-class CheckpointWriter:
-    """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoint` (atomic, recorded in run.json).
-
-    `best_agent` is written before `agent_<timestep>` (both hold the same weights when SKRL has just
-    found a new best), so that the newest checkpoint in run.json is the newest state. SKRL's trainer
-    counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
-    A training stopped early is saved by `at_stop` as of the last timestep whose update ran.
-    """
-
-    def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
-        self.agent, self.job, self.per_iteration = agent, job, per_iteration
-        self.first_timestep = job.resume_iteration * per_iteration
-        self.extension = EXTENSIONS[job.ml_framework]
-        self.saved: list[Path] = []
-        self.last_timestep: int | None = None
-        self.finished = 0
-        """Timesteps of this run whose `post_interaction` ran (see `count_timesteps`)."""
-        (job.run_dir / CHECKPOINT_DIRECTORY).mkdir(exist_ok=True)  # SKRL makes it only for periodic checkpoints
-
-    def __call__(self, *, timestep: int, timesteps: int) -> None:
-        agent = self.agent
-        best = agent.checkpoint_best_modules
-        if best["modules"] and not best["saved"]:
-            self.save(
-                "best_agent", {name: best["modules"][name] for name in agent.checkpoint_modules}, best["timestep"]
-            )
-            best["saved"] = True
-        current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
-        self.save("agent_{}", current, timestep)
-        self.last_timestep = timestep
-
-    def save(self, name: str, modules: dict[str, Any], timestep: int) -> None:
-        """Save under `name` (`{}` becomes the timestep counted over resumed runs); `timestep` is this run's."""
-        timestep += self.first_timestep
-        write = functools.partial(_write_modules, self.job.ml_framework, modules)
-        file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
-        self.saved.append(self.job.save_checkpoint(file_name, write, timestep // self.per_iteration))
-
-    def count_timesteps(self) -> None:
-        """Count the timesteps whose `post_interaction` (where SKRL's agents update) ran, in `self.finished`."""
-        agent, post_interaction = self.agent, self.agent.post_interaction
-
-        def counted_post_interaction(*, timestep: int, timesteps: int) -> None:
-            post_interaction(timestep=timestep, timesteps=timesteps)
-            self.finished = timestep + 1
-
-        agent.post_interaction = counted_post_interaction
-
-    def at_stop(self, stop: BaseException, timesteps: int) -> None:
-        """Save the agent as it is when the training stops early, named as of the last iteration whose update
-        ran (an iteration is `per_iteration` timesteps); a fresh agent that has not finished one is not saved."""
-        timestep = self.finished // self.per_iteration * self.per_iteration
-        if self.first_timestep + timestep > 0:
-            try:
-                self(timestep=timestep, timesteps=timesteps)
-            except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
-                stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+def make_runner(env: Any, config: dict[str, Any], framework: str) -> Any:
+    """SKRL's own `Runner` for `framework` (it seeds, then builds models, memory, agent and trainer)."""
+    if framework == "jax":
+        from skrl.utils.runner.jax import Runner
+    else:
+        from skrl.utils.runner.torch import Runner
+    return Runner(env, config)
 
 
 def bootstrap_from_final_observations(agent: Any) -> None:
@@ -302,150 +183,6 @@ def bootstrap_from_final_observations(agent: Any) -> None:
         record_transition(next_observations=final, infos=infos, **kwargs)
 
     agent.record_transition = record_with_final_observations
-
-
-# --- the env as SKRL sees it --------------------------------------------------------------------------------
-
-
-class VectorEnvWrapperMixin:
-    """What SKRL's torch and JAX wrappers of rlrun's vector env share: the single env's spaces, no state,
-    no rendering (rlrun records videos itself) and no closing (the env is rlrun's to close)."""
-
-    _env: Any
-
-    @property
-    def observation_space(self) -> Any:
-        return self._env.single_observation_space
-
-    @property
-    def action_space(self) -> Any:
-        return self._env.single_action_space
-
-    def state(self) -> None:
-        return None
-
-    def render(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-@functools.cache
-def _torch_wrapper_class() -> type:
-    """SKRL's torch `Wrapper` subclassed for rlrun's torch vector env (built on first use: it imports SKRL)."""
-    from skrl.envs.wrappers.torch import Wrapper as TorchWrapper
-
-    class TorchVectorEnvWrapper(VectorEnvWrapperMixin, TorchWrapper):
-        """rlrun's torch vector env as SKRL's torch wrapper: tensors pass through, shaped `[num_envs, -1]`.
-
-        The first `reset` resets the env with the run's seed; later ones (SKRL's trainer asks after an
-        ended episode when there is one env) return the observation of the episode the env already
-        started. The env is rlrun's to close.
-        """
-
-        def __init__(self, env: Any, seed: int | None) -> None:
-            super().__init__(env)
-            self._seed = seed
-            self._observations: Any = None
-
-        def reset(self) -> tuple[Any, dict[str, Any]]:
-            if self._observations is None:
-                observations, _ = self._env.reset(seed=self._seed)
-                self._observations = observations.reshape(self.num_envs, -1)
-            return self._observations, {}
-
-        def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-            observations, rewards, terminated, truncated, info = self._env.step(actions)
-            self._observations = observations.reshape(self.num_envs, -1)
-            final = info["final_obs"].reshape(self.num_envs, -1)
-            shape = (self.num_envs, 1)
-            return (
-                self._observations,
-                rewards.reshape(shape),
-                terminated.reshape(shape),
-                truncated.reshape(shape),
-                {"final_observations": final},
-            )
-
-    return TorchVectorEnvWrapper
-
-
-@functools.cache
-def _jax_wrapper_class() -> type:
-    """SKRL's JAX `Wrapper` subclassed for rlrun's torch vector env (built on first use: it imports jax)."""
-    import jax
-    import numpy as np
-    import torch
-    from skrl.envs.wrappers.jax import Wrapper as JaxWrapper
-
-    class JaxVectorEnvWrapper(VectorEnvWrapperMixin, JaxWrapper):
-        """rlrun's torch vector env as SKRL's JAX wrapper: observations, rewards and flags become JAX
-        arrays on the JAX device, actions become torch tensors on the env's device."""
-
-        def __init__(self, env: Any, seed: int | None, device: Any) -> None:
-            super().__init__(env)
-            self._device = device
-            self._seed = seed
-            self._observations: Any = None
-
-        def to_jax(self, tensor: Any, dtype: Any = np.float32) -> Any:
-            array = tensor.detach().cpu().numpy().reshape(self.num_envs, -1)
-            return jax.device_put(array.astype(dtype, copy=False), self._device)
-
-        def to_torch(self, array: Any) -> Any:
-            return torch.tensor(np.asarray(array), device=self._env.device)
-
-        def reset(self) -> tuple[Any, dict[str, Any]]:
-            if self._observations is None:
-                observations, _ = self._env.reset(seed=self._seed)
-                self._observations = self.to_jax(observations)
-            return self._observations, {}
-
-        def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
-            observations, rewards, terminated, truncated, info = self._env.step(self.to_torch(actions))
-            self._observations = self.to_jax(observations)
-            return (
-                self._observations,
-                self.to_jax(rewards),
-                self.to_jax(terminated, np.int8),
-                self.to_jax(truncated, np.int8),
-                {"final_observations": self.to_jax(info["final_obs"])},
-            )
-
-    return JaxVectorEnvWrapper
-
-
-def jax_device(device: str) -> Any:
-    """The JAX device for rlrun's device string (`cpu`, `cuda`, `cuda:N`)."""
-    import jax
-
-    kind, _, index = device.partition(":")
-    try:
-        return jax.devices("gpu" if kind == "cuda" else kind)[int(index or 0)]
-    except (RuntimeError, IndexError):
-        available = ", ".join(str(found) for found in jax.devices())
-        raise InvalidArgument(
-            f"--device {device!r} is not a device JAX can use here (it has: {available}); pass --device cpu."
-        ) from None
-
-
-def wrap_env(env: Any, framework: str, device: str, seed: int | None) -> Any:
-    """rlrun's vector env as SKRL's wrapper for `framework`; for JAX, also make its device SKRL's default."""
-    if framework == "jax":
-        target = jax_device(device)
-        sys.modules["skrl"].config.jax.device = target  # guarded: skrl.config.jax
-        return _jax_wrapper_class()(env, seed, target)
-    return _torch_wrapper_class()(env, seed)
-
-
-def make_runner(env: Any, config: dict[str, Any], framework: str) -> Any:
-    """SKRL's own `Runner` for `framework` (it seeds, then builds models, memory, agent and trainer)."""
-    if framework == "jax":
-        from skrl.utils.runner.jax import Runner
-    else:
-        from skrl.utils.runner.torch import Runner
-    return Runner(env, config)
 
 
 # --- train and play -----------------------------------------------------------------------------------------
@@ -536,8 +273,8 @@ def train(job: TrainJob) -> TrainOutcome:
         checkpoints.count_timesteps()
         bootstrap_from_final_observations(agent)
         if job.resume_from is not None:
-            _check_framework_of(job.resume_from, job.ml_framework)
-            _load_checkpoint(agent, job.resume_from)
+            check_framework_of(job.resume_from, job.ml_framework)
+            load_checkpoint(agent, job.resume_from)
         try:
             runner.run("train")
         except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the agent has learned
@@ -552,39 +289,6 @@ def train(job: TrainJob) -> TrainOutcome:
     return TrainOutcome(iterations=job.resume_iteration + job.max_iterations, checkpoint=checkpoints.saved[-1])
 
 
-def _load_checkpoint(agent: Any, path: Path) -> None:
-    """SKRL's `agent.load`; a checkpoint of another task (other observation or action sizes) is refused in one
-    line. Torch refuses such weights itself; flax takes them silently, so the JAX parameters' shapes are
-    compared before and after."""
-    before = _parameter_shapes(agent)
-    try:
-        agent.load(str(path))
-    except (RuntimeError, ValueError, KeyError) as error:
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
-        detail = next((line for line in lines[1:] if "mismatch" in line or "key(s)" in line), "")
-        raise UnsupportedTask(
-            f"checkpoint {str(path)!r} does not fit this task ({' '.join([lines[0], detail]).strip()[:300]}); "
-            "pass the --task it was trained on, or another checkpoint."
-        ) from None
-    for name, shapes in _parameter_shapes(agent).items():
-        if shapes != before.get(name, shapes):
-            raise UnsupportedTask(
-                f"checkpoint {str(path)!r} does not fit this task (its {name!r} parameters have other shapes); "
-                "pass the --task it was trained on, or another checkpoint."
-            )
-
-
-def _parameter_shapes(agent: Any) -> dict[str, Any]:
-    """The shapes of the JAX agent's module parameters, by module name (empty for torch agents)."""
-    jax = sys.modules.get("jax")
-    shapes = {}
-    for name, module in getattr(agent, "checkpoint_modules", {}).items():
-        params = getattr(getattr(module, "state_dict", None), "params", None)
-        if jax is not None and params is not None:
-            shapes[name] = jax.tree_util.tree_map(lambda leaf: tuple(getattr(leaf, "shape", ())), params)
-    return shapes
-
-
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the agent with SKRL's `Runner` (no writer, no checkpoints), load the checkpoint, return its policy."""
     agent, env = _agent(job)
@@ -594,7 +298,7 @@ def load_policy(job: PlayJob) -> Policy:
 def _agent(job: PlayJob) -> tuple[Any, Any]:
     """The agent rebuilt by SKRL's `Runner` (no writer, no checkpoints), checkpoint loaded, in eval mode,
     and SKRL's view of the env."""
-    _check_framework_of(job.checkpoint, job.ml_framework)
+    check_framework_of(job.checkpoint, job.ml_framework)
     env = wrap_env(job.env, job.ml_framework, job.device, None)
     config = runner_config(
         job.config,
@@ -605,7 +309,7 @@ def _agent(job: PlayJob) -> tuple[Any, Any]:
     )
     config["agent"]["experiment"].update(write_interval=0, checkpoint_interval=0)  # no writer, no directory
     agent = make_runner(env, config, job.ml_framework).agent
-    _load_checkpoint(agent, job.checkpoint)
+    load_checkpoint(agent, job.checkpoint)
     agent.enable_training_mode(False, apply_to_models=True)
     return agent, env
 

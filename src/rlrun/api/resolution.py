@@ -1,0 +1,198 @@
+"""What a library request resolves to once its task and library are known, before anything changes.
+
+The checkpoint (`latest`, `best` or a path) and the run it belongs to; the algorithm and framework (asked for,
+else the checkpoint's, else the library's defaults), with the library imported for that framework; the agent
+and env configurations, overrides applied; the iteration a resumed run starts from. Planning
+(`rlrun.api.planning`) builds each call's plan from these.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rlrun import configs, runs
+from rlrun.api.checks import jax_has_cuda
+from rlrun.api.requests import LibraryRequest
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UserError, did_you_mean
+from rlrun.hermetic import Call
+from rlrun.libraries import LIBRARIES, Library, check_installed, load_adapter
+from rlrun.libraries.base import Adapter
+
+
+@dataclass(frozen=True)
+class Target:
+    """The task, library and device a library request names, resolved."""
+
+    task: str
+    library: Library
+    adapter: Adapter
+    device: str
+    log_root: Path
+    experiment: str
+
+
+@dataclass(frozen=True)
+class Settled:
+    """Algorithm and framework: asked for, else the checkpoint's, else the defaults."""
+
+    algorithm: str
+    ml_framework: str
+    device: str
+
+
+@contextlib.contextmanager
+def env_errors(task: str) -> Iterator[None]:
+    """Turn Gymnasium's "a dependency of this task is missing" into a one-line user error naming the extra."""
+    import gymnasium
+
+    try:
+        yield
+    except gymnasium.error.DependencyNotInstalled as error:
+        raise MissingDependency(f"task {task!r} cannot be made here: {error}") from None
+
+
+def resolve_checkpoint(
+    target: Target, request: LibraryRequest, selector: str, framework: str | None = None
+) -> tuple[Path, runs.Run | None]:
+    """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
+    if selector not in runs.SELECTORS:
+        runs.check_path(selector, "--checkpoint")
+    wanted = {
+        "algorithm": request.algorithm and request.algorithm.lower(),
+        "ml_framework": request.ml_framework or framework,
+    }
+    checkpoint, run = runs.resolve_checkpoint(
+        selector,
+        log_root=request.log_root,
+        library=target.library.name,
+        task=target.task,
+        experiment=request.experiment,
+        load_run=request.load_run,
+        match={key: value for key, value in wanted.items() if value is not None},
+    )
+    manifest = run.manifest if run is not None else {}
+    for key, expected, flag in (("task", target.task, "--task"), ("library", target.library.name, "--library")):
+        if manifest.get(key, expected) != expected:
+            raise InvalidArgument(
+                f"checkpoint {str(checkpoint)!r} was trained on {key} {manifest[key]!r}, not {expected!r}; "
+                f"pass {flag} {manifest[key]} or another checkpoint."
+            )
+    return checkpoint, run
+
+
+def settle(
+    call: Call, target: Target, request: LibraryRequest, checkpoint: Path | None, run: runs.Run | None
+) -> Settled:
+    """Settle algorithm and framework (asked for, else the checkpoint's, else the defaults), import the
+    library for that framework and check the checkpoint is one of its own."""
+    manifest = run.manifest if run is not None else {}
+    library, adapter = target.library, target.adapter
+    framework = request.ml_framework or manifest.get("ml_framework") or library.frameworks[0]
+    check_framework(library, framework)
+    device = target.device
+    if framework == "jax" and request.device is None and device.startswith("cuda") and not jax_has_cuda():
+        device = "cpu"  # torch sees a GPU, but this JAX was installed for the CPU only
+    call.import_modules(adapter.IMPORTS[framework])
+    algorithm = request.algorithm or manifest.get("algorithm") or adapter.DEFAULT_ALGORITHM
+    if algorithm.lower() not in adapter.ALGORITHMS:
+        close = did_you_mean(algorithm.lower(), adapter.ALGORITHMS, listing=0)
+        raise InvalidArgument(
+            f"--algorithm {algorithm!r} is not one rlrun runs with {library.name}.{close} "
+            f"Choose from: {', '.join(adapter.ALGORITHMS)}."
+        )
+    if checkpoint is not None:
+        try:
+            adapter.check_checkpoint(checkpoint)
+        except CorruptCheckpoint as error:
+            owner = _identify_checkpoint(checkpoint, other_than=library.name)
+            if owner is None:
+                raise
+            raise InvalidArgument(
+                f"checkpoint {str(checkpoint)!r} is a {owner} checkpoint, not a {library.name} one; "
+                f"pass --library {owner}."
+            ) from error
+    return Settled(algorithm=algorithm.lower(), ml_framework=framework, device=device)
+
+
+def check_framework(library: Library, framework: str) -> None:
+    if framework not in library.frameworks:
+        raise InvalidArgument(
+            f"--ml_framework {framework!r} is not one {library.name} runs on: use {' or '.join(library.frameworks)}."
+        )
+    check_installed(library, framework)
+
+
+def _identify_checkpoint(path: Path, other_than: str) -> str | None:
+    """The installed library whose checkpoint format `path` has, if any (each adapter reads without building)."""
+    for library in LIBRARIES.values():
+        if library.name == other_than or not library.installed:
+            continue
+        try:
+            load_adapter(library).check_checkpoint(path)
+        except UserError:
+            continue
+        return library.name
+    return None
+
+
+def resolve_configs(
+    target: Target, algorithm: str, run: runs.Run | None, overrides: tuple[str, ...], agent_config: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The agent and env configurations, overrides applied, and where the agent's came from: the run's own
+    when continuing one, else the defaults (`configs.starting_config`); an `agent_config` file replaces either."""
+    from rlrun.envs import env_config
+
+    scoped = configs.split_overrides(overrides)
+    saved = run.path / "params" if run is not None else None
+    if saved is not None and (saved / "agent.yaml").is_file() and (saved / "env.yaml").is_file():
+        import yaml
+
+        agent = yaml.safe_load((saved / "agent.yaml").read_text(encoding="utf-8"))
+        environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
+        source = {"from": "run", "path": str(saved / "agent.yaml")}
+    else:
+        agent = source = None
+        with env_errors(target.task):
+            environment = env_config(target.task)
+    if agent is None or agent_config is not None:
+        agent, source = configs.starting_config(
+            target.library.name,
+            algorithm,
+            target.task,
+            path=agent_config,
+            steps_per_iteration=target.adapter.env_steps_per_iteration,
+        )
+    return (
+        configs.apply_overrides(agent, scoped["agent"], scope="agent"),
+        configs.apply_overrides(environment, scoped["env"], scope="env"),
+        source,
+    )
+
+
+def steps_per_iteration(target: Target, library_config: dict[str, Any], num_envs: int) -> int:
+    """The adapter's env steps per iteration, which also checks the configuration; a key it needs and
+    the configuration lacks (an `--agent_config` file of another layout) is a one-line user error."""
+    try:
+        return target.adapter.env_steps_per_iteration(library_config, num_envs)
+    except UserError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        what = f"lacks the key {error.args[0]!r}" if isinstance(error, KeyError) else f"is not readable ({error})"
+        raise InvalidArgument(
+            f"the {target.library.name} agent configuration {what}; start from a run's params/agent.yaml "
+            f"(rlrun train --library {target.library.name} writes one)."
+        ) from None
+
+
+def recorded_iteration(checkpoint: Path | None, run: runs.Run | None) -> int:
+    """The iteration the parent run recorded for the checkpoint being resumed (0 for a file outside a run)."""
+    if checkpoint is None or run is None:
+        return 0
+    for entry in run.checkpoints:
+        if (run.path / entry["file"]).resolve() == checkpoint.resolve():
+            return int(entry.get("iteration") or 0)
+    return 0

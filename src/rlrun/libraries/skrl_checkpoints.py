@@ -1,0 +1,179 @@
+"""SKRL's checkpoints: read without running code, written atomically through the run, loaded into an agent.
+
+Checkpoints keep SKRL's names under `<run>/checkpoints/` (`agent_<timestep>.pt` for torch,
+`agent_<timestep>.pickle` for JAX, and `best_agent.*`), written through rlrun's atomic writer and
+recorded in run.json; the last timestep is always saved, and a training stopped early is saved as of its
+last finished iteration. Torch checkpoints are read with
+`torch.load(weights_only=True)` before SKRL's loader (`weights_only=False`) sees them. JAX checkpoints
+are SKRL's pickle of one flax msgpack blob per module, which `torch.load` cannot read: rlrun unpickles
+them first with an unpickler that refuses every global (so no code can run) and parses each blob
+with msgpack, before SKRL's loader (`pickle.load`) sees them.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import pickle
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.libraries.base import TrainJob, unreadable
+
+CHECKPOINT_DIRECTORY = "checkpoints"
+EXTENSIONS = {"torch": ".pt", "jax": ".pickle"}
+
+
+class _NoGlobals(pickle.Unpickler):
+    """Unpickles plain containers only: any class or function reference is refused, so no code runs."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refused to load {module}.{name}")
+
+
+def _read_jax_checkpoint(path: Path) -> dict[str, Any]:
+    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code."""
+    import msgpack  # what flax serializes with; importing it changes no process state (flax would import jax)
+
+    with open(path, "rb") as file:
+        modules = _NoGlobals(io.BytesIO(file.read())).load()
+    if not isinstance(modules, dict) or not all(isinstance(blob, bytes) for blob in modules.values()):
+        raise pickle.UnpicklingError("not a dictionary of serialized modules")
+    return {name: msgpack.unpackb(blob, strict_map_key=False) for name, blob in modules.items()}
+
+
+def checkpoint_framework(path: Path) -> str:
+    """`torch` for a torch zip archive, else `jax` (SKRL's pickle)."""
+    return "torch" if zipfile.is_zipfile(path) else "jax"
+
+
+def check_checkpoint(path: Path) -> None:
+    """Read the file (torch: `weights_only=True`; JAX: no globals) and check it holds a SKRL agent."""
+    import torch
+
+    framework = checkpoint_framework(path)
+    try:
+        if framework == "torch":
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        else:
+            state = _read_jax_checkpoint(path)
+    except Exception as error:
+        raise unreadable(path, "a SKRL agent checkpoint", error) from error
+    if not isinstance(state, dict) or "policy" not in state:
+        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not a SKRL agent checkpoint (no 'policy' module).")
+
+
+def check_framework_of(path: Path, framework: str) -> None:
+    found = checkpoint_framework(path)
+    if found != framework:
+        raise InvalidArgument(
+            f"checkpoint {str(path)!r} holds a SKRL {found} agent, not a {framework} one; pass --ml_framework {found}."
+        )
+
+
+def _write_modules(framework: str, modules: dict[str, Any], path: str) -> None:
+    """Write module states as SKRL's `write_checkpoint` does for a whole agent."""
+    if framework == "torch":
+        import torch
+
+        torch.save(modules, path)
+        return
+    from flax import serialization
+
+    with open(path, "wb") as file:
+        pickle.dump({name: serialization.to_bytes(value) for name, value in modules.items()}, file, protocol=4)
+
+
+class CheckpointWriter:
+    """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoint` (atomic, recorded in run.json).
+
+    `best_agent` is written before `agent_<timestep>` (both hold the same weights when SKRL has just
+    found a new best), so that the newest checkpoint in run.json is the newest state. SKRL's trainer
+    counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
+    A training stopped early is saved by `at_stop` as of the last timestep whose update ran.
+    """
+
+    def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
+        self.agent, self.job, self.per_iteration = agent, job, per_iteration
+        self.first_timestep = job.resume_iteration * per_iteration
+        self.extension = EXTENSIONS[job.ml_framework]
+        self.saved: list[Path] = []
+        self.last_timestep: int | None = None
+        self.finished = 0
+        """Timesteps of this run whose `post_interaction` ran (see `count_timesteps`)."""
+        (job.run_dir / CHECKPOINT_DIRECTORY).mkdir(exist_ok=True)  # SKRL makes it only for periodic checkpoints
+
+    def __call__(self, *, timestep: int, timesteps: int) -> None:
+        agent = self.agent
+        best = agent.checkpoint_best_modules
+        if best["modules"] and not best["saved"]:
+            self.save(
+                "best_agent", {name: best["modules"][name] for name in agent.checkpoint_modules}, best["timestep"]
+            )
+            best["saved"] = True
+        current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
+        self.save("agent_{}", current, timestep)
+        self.last_timestep = timestep
+
+    def save(self, name: str, modules: dict[str, Any], timestep: int) -> None:
+        """Save under `name` (`{}` becomes the timestep counted over resumed runs); `timestep` is this run's."""
+        timestep += self.first_timestep
+        write = functools.partial(_write_modules, self.job.ml_framework, modules)
+        file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
+        self.saved.append(self.job.save_checkpoint(file_name, write, timestep // self.per_iteration))
+
+    def count_timesteps(self) -> None:
+        """Count the timesteps whose `post_interaction` (where SKRL's agents update) ran, in `self.finished`."""
+        agent, post_interaction = self.agent, self.agent.post_interaction
+
+        def counted_post_interaction(*, timestep: int, timesteps: int) -> None:
+            post_interaction(timestep=timestep, timesteps=timesteps)
+            self.finished = timestep + 1
+
+        agent.post_interaction = counted_post_interaction
+
+    def at_stop(self, stop: BaseException, timesteps: int) -> None:
+        """Save the agent as it is when the training stops early, named as of the last iteration whose update
+        ran (an iteration is `per_iteration` timesteps); a fresh agent that has not finished one is not saved."""
+        timestep = self.finished // self.per_iteration * self.per_iteration
+        if self.first_timestep + timestep > 0:
+            try:
+                self(timestep=timestep, timesteps=timesteps)
+            except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
+                stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
+
+
+def load_checkpoint(agent: Any, path: Path) -> None:
+    """SKRL's `agent.load`; a checkpoint of another task (other observation or action sizes) is refused in one
+    line. Torch refuses such weights itself; flax takes them silently, so the JAX parameters' shapes are
+    compared before and after."""
+    before = _parameter_shapes(agent)
+    try:
+        agent.load(str(path))
+    except (RuntimeError, ValueError, KeyError) as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
+        detail = next((line for line in lines[1:] if "mismatch" in line or "key(s)" in line), "")
+        raise UnsupportedTask(
+            f"checkpoint {str(path)!r} does not fit this task ({' '.join([lines[0], detail]).strip()[:300]}); "
+            "pass the --task it was trained on, or another checkpoint."
+        ) from None
+    for name, shapes in _parameter_shapes(agent).items():
+        if shapes != before.get(name, shapes):
+            raise UnsupportedTask(
+                f"checkpoint {str(path)!r} does not fit this task (its {name!r} parameters have other shapes); "
+                "pass the --task it was trained on, or another checkpoint."
+            )
+
+
+def _parameter_shapes(agent: Any) -> dict[str, Any]:
+    """The shapes of the JAX agent's module parameters, by module name (empty for torch agents)."""
+    jax = sys.modules.get("jax")
+    shapes = {}
+    for name, module in getattr(agent, "checkpoint_modules", {}).items():
+        params = getattr(getattr(module, "state_dict", None), "params", None)
+        if jax is not None and params is not None:
+            shapes[name] = jax.tree_util.tree_map(lambda leaf: tuple(getattr(leaf, "shape", ())), params)
+    return shapes
