@@ -14,7 +14,7 @@ LAYERS = {
     "errors.py": (),
     "hermetic": ("rlrun.errors", "rlrun.hermetic"),
     "configs": ("rlrun.errors", "rlrun.configs"),
-    "runs.py": ("rlrun.errors",),
+    "runs": ("rlrun.errors", "rlrun.runs"),
     "envs": ("rlrun.errors", "rlrun.envs"),
     "libraries": ("rlrun.errors", "rlrun.hermetic", "rlrun.libraries", "rlrun.envs", "rlrun.configs", "rlrun.runs"),
     "reports": ("rlrun.errors", "rlrun.reports"),
@@ -62,12 +62,25 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
 
 
 @pytest.mark.parametrize(
-    "module", ["hermetic", "api", "cli.py", "runs.py", "envs", "configs", "errors.py", "reports", "executors"]
+    "module", ["hermetic", "api", "cli.py", "runs", "envs", "configs", "errors.py", "reports", "executors"]
 )
 def test_the_core_imports_no_rl_library(module):
     for path in layer_files(module):
         for name in imports_of(path):
             assert name.split(".")[0] not in RL_LIBRARIES, f"{path.relative_to(SOURCE)} imports {name}"
+
+
+RUNS_ORDER = ("atomic", "manifest", "lookup", "record")
+"""The modules of `rlrun.runs`, each importing only those before it (ARCHITECTURE.md)."""
+
+
+def test_each_runs_module_imports_only_the_ones_before_it():
+    assert sorted(path.stem for path in (SOURCE / "runs").glob("*.py")) == sorted(["__init__", *RUNS_ORDER])
+    for index, module in enumerate(RUNS_ORDER):
+        below = tuple(f"rlrun.runs.{name}" for name in RUNS_ORDER[:index])
+        for name in imports_of(SOURCE / "runs" / f"{module}.py"):
+            if name.startswith("rlrun.runs"):
+                assert name.startswith(below), f"runs/{module}.py imports {name}"
 
 
 ADAPTERS = ("rsl_rl", "skrl", "sb3", "rl_games", "torchrl")

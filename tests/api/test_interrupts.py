@@ -124,22 +124,22 @@ def test_a_second_interrupt_during_the_save_at_the_stop_leaves_a_consistent_run(
     the second arrives while the adapter writes its checkpoint at the stop. The write is abandoned, the run
     is marked interrupted and lists only files that exist, and the stop reaches the caller with a note."""
     interrupting = []
-    atomic_save = runs.atomic_save
+    save_checkpoint = runs.RunRecord.save_checkpoint
 
-    def interrupted_save(path, write):
+    def interrupted_save(record, name, write, **fields):
         def write_then_interrupt(temporary):
             write(temporary)
             if interrupting:
                 os.kill(os.getpid(), signal.SIGINT)  # delivered before kill returns: rlrun's handler raises here
 
-        atomic_save(path, write_then_interrupt)
+        return save_checkpoint(record, name, write_then_interrupt, **fields)
 
     def first_interrupt(row):
         if row.iteration >= STOP_AT:
             interrupting.append(row)
             os.kill(os.getpid(), signal.SIGINT)  # rlrun's handler asks the training to stop
 
-    monkeypatch.setattr(runs, "atomic_save", interrupted_save)
+    monkeypatch.setattr(runs.RunRecord, "save_checkpoint", interrupted_save)
     with pytest.raises(TrainingStopped) as raised:
         rlrun.train(request("rsl_rl", log_root, max_iterations=1000), on_iteration=first_interrupt)
 

@@ -64,11 +64,10 @@ def train_in_call(
                 )
 
             def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
-                assert record is not None
-                path = record.dir / name
-                runs.atomic_save(path, write)
-                record.add_checkpoint(name, iteration=iteration, env_steps=env.env_steps, mean_return=env.mean_return())
-                return path
+                assert record is not None  # the checkpoint and its run.json entry land in one batch of writes
+                return record.save_checkpoint(
+                    name, write, iteration=iteration, env_steps=env.env_steps, mean_return=env.mean_return()
+                )
 
             job = TrainJob(
                 env=env,

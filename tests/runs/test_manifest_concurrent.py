@@ -20,14 +20,14 @@ STAMP = "2026-11-29_15-04-05"
 # second", as two commands started together do (8 of 8 collided before run directories were claimed).
 CHILD = """
 import datetime, sys, types
-import rlrun, rlrun.api, rlrun.runs
+import rlrun, rlrun.api, rlrun.runs.manifest
 
 class Stopped(datetime.datetime):
     @classmethod
     def now(cls, tz=None):
         return cls(2026, 11, 29, 15, 4, 5) if tz is None else datetime.datetime.now(tz)
 
-rlrun.runs._dt = types.SimpleNamespace(**{**vars(datetime), "datetime": Stopped})
+rlrun.runs.manifest._dt = types.SimpleNamespace(**{**vars(datetime), "datetime": Stopped})
 print("ready", flush=True)
 sys.stdin.readline()
 sys.exit(rlrun.main(sys.argv[1:]))

@@ -65,9 +65,10 @@ def test_a_run_record_makes_folders_as_mkdir_does_and_files_as_open_does(value, 
         record = runs.RunRecord.create(
             tmp_path / "logs", "lib", "exp", None, {"library": "lib", "task": "t"}, {"agent.yaml": "a: 1\n"}
         )
-        record.add_checkpoint("model.pt", iteration=1)
+        record.save_checkpoint("model.pt", lambda name: Path(name).write_bytes(b"weights"), iteration=1)
     assert mode(record.dir) == folder_mode and mode(record.dir / "params") == folder_mode
     assert mode(record.dir / "run.json") == file_mode and mode(record.dir / "params" / "agent.yaml") == file_mode
+    assert mode(record.dir / "model.pt") == file_mode
 
 
 @pytest.mark.parametrize("value", [0o022, 0o077], ids=oct)

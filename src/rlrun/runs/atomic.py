@@ -1,0 +1,157 @@
+"""Atomic writes: a reader sees the old file or the new one, never a partial one, whatever stops the writer.
+
+Every file rlrun writes goes to a temporary file in a temporary folder beside it, is fsynced and moved over
+its target with `os.replace`; then the target's directory is fsynced, so that the move itself survives a
+power loss. Files that must land together (a checkpoint and the run.json that lists it) are written as one
+batch (`atomic_paths`): every file is fsynced before the first move and each directory once after its
+moves, instead of a directory fsync per file. Files get the mode the process's umask gives (0644 under
+umask 022), as every other tool's output does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+TEMPORARY_SUFFIX = ".rlrun-tmp"
+
+
+@contextmanager
+def atomic_paths(*paths: str | os.PathLike[str], moved: list[Path] | None = None) -> Iterator[tuple[Path, ...]]:
+    """Yield one temporary path per path in `paths`; on success move each over its path, in the given order.
+
+    Every temporary file is fsynced before the first move, so no move publishes a partial file; the moves are
+    made in order, so a crash between two of them leaves the earlier files new and the later ones old, never
+    the reverse (list a checkpoint before the run.json that names it). Each directory is fsynced once, after
+    its last move and before any move into another directory, so a later file's move never reaches the disk
+    before an earlier one's. `moved`, if given, receives each path once its move is done: what an exception
+    in the middle left new.
+
+    A temporary file has its path's own name, inside a temporary folder beside it (one folder per directory):
+    writers that record the file's name in its content (`torch.save` names its archive after the file) write
+    the same bytes as they would to the path itself. On any exception (KeyboardInterrupt included) every
+    temporary folder is removed and the paths not yet moved are untouched.
+    """
+    targets = [Path(path) for path in paths]
+    if not targets or len(set(targets)) != len(targets):
+        raise ValueError(f"atomic_paths needs distinct paths, got {[str(path) for path in targets]}")
+    folders: dict[Path, Path] = {}  # a target directory -> the temporary folder beside it
+    try:  # each folder is made inside the `try`: a Ctrl-C at any point after it exists still removes it
+        for target in targets:
+            if target.parent not in folders:
+                sweep_temporaries(target.parent)
+                folder = tempfile.mkdtemp(
+                    prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+                )
+                folders[target.parent] = Path(folder)
+                _WRITING.add(Path(folder).name)
+        mode = _new_file_mode(next(iter(folders.values())))
+        temporaries = tuple(folders[target.parent] / target.name for target in targets)
+        yield temporaries
+        for temporary in temporaries:
+            with open(temporary, "rb+") as written:
+                if os.fstat(written.fileno()).st_mode & 0o7777 != mode:
+                    os.fchmod(written.fileno(), mode)  # before the fsync, which then makes the mode durable too
+                os.fsync(written.fileno())
+        for index, (temporary, target) in enumerate(zip(temporaries, targets, strict=True)):
+            os.replace(temporary, target)
+            if moved is not None:
+                moved.append(target)
+            if index + 1 < len(targets) and targets[index + 1].parent != target.parent:
+                _fsync_directory(target.parent)  # before a move elsewhere can reach the disk first
+    finally:
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
+            _WRITING.discard(folder.name)
+    _fsync_directory(targets[-1].parent)
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success fsync it and move it over `path` atomically (a batch
+    of one, see `atomic_paths`)."""
+    with atomic_paths(path) as (temporary,):
+        yield temporary
+
+
+_WRITING: set[str] = set()
+"""The temporary folders this process is writing in now; `sweep_temporaries` removes this process's others
+(left by an interrupt that came while one was being made or removed)."""
+
+
+def _new_file_mode(folder: Path) -> int:
+    """The mode a plain `open(path, "w")` gives a new file in this process: `0o666` less the umask.
+
+    Found by making an empty file in `folder` rather than by `os.umask`, which can only be read by setting
+    it, and a file another thread makes in between would get the wrong mode. `atomic_paths` gives the written
+    files this mode, so a run's files are as readable as any other tool's output (0644 under umask 022, 0600
+    under 077) whatever the writer did: one that wrote through `mkstemp` would leave 0600.
+    """
+    probe = folder / ".mode"
+    descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    try:
+        return os.fstat(descriptor).st_mode & 0o7777
+    finally:
+        os.close(descriptor)
+        probe.unlink()
+
+
+def sweep_temporaries(directory: Path) -> list[Path]:
+    """Delete temporary files that a writer killed mid-write (SIGKILL, power loss) left in `directory`.
+
+    A temporary file's name carries its writer's process id; only files of processes that no longer run, and
+    this process's own that it is not writing in, are deleted, so a concurrent writer's file is left alone.
+    They are never taken for checkpoints anyway: lookups only consider files that run.json lists.
+    """
+    removed = []
+    for candidate in directory.glob(f".*{TEMPORARY_SUFFIX}"):
+        parts = candidate.name.rsplit(".", 3)
+        pid = int(parts[-3]) if len(parts) == 4 and parts[-3].isdigit() else None
+        if pid is None or (pid == os.getpid() and candidate.name in _WRITING) or (pid != os.getpid() and _running(pid)):
+            continue
+        if candidate.is_dir():
+            shutil.rmtree(candidate, ignore_errors=True)
+        else:
+            candidate.unlink(missing_ok=True)  # a temporary file of an earlier rlrun
+        removed.append(candidate)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write `text` to `path` atomically."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def atomic_save(path: str | os.PathLike[str], save: Callable[[str], Any]) -> None:
+    """Call `save(temporary_path)` (e.g. `lambda p: torch.save(obj, p)`) and move the result to `path`."""
+    with atomic_path(path) as temporary:
+        save(str(temporary))
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:  # not every platform can open a directory
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

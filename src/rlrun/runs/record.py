@@ -1,0 +1,123 @@
+"""What a training run records: its directory and run.json as it goes (`RunRecord`), versions, results.
+
+A checkpoint and the run.json that lists it are written as one batch (`RunRecord.save_checkpoint`): both
+files fsynced, the checkpoint moved into place first, then run.json, then one fsync of the directory. So
+run.json never lists a checkpoint that is not on disk, a crash between the two moves included, and a
+checkpoint costs three fsyncs instead of the four of two separate atomic writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rlrun.runs.atomic import atomic_paths, atomic_write_text
+from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
+
+
+class RunRecord:
+    """A training run's directory and its manifest, written atomically at every change.
+
+    `create` claims the run directory, writes `params/agent.yaml`, `params/env.yaml` and a first
+    `run.json` with status `running`; `save_checkpoint` writes each checkpoint the library saves and lists
+    it; `finish` sets the final status.
+    """
+
+    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+        self.dir = directory
+        self.manifest = manifest
+
+    @classmethod
+    def create(
+        cls,
+        log_root: Path,
+        library: str,
+        experiment: str,
+        run_name: str | None,
+        manifest: dict[str, Any],
+        params: dict[str, str],
+    ) -> RunRecord:
+        """Claim a new run directory and write its parameter files (name -> YAML text) and manifest."""
+        record = cls(
+            new_run_dir(log_root, library, experiment, run_name),
+            {
+                "version": MANIFEST_VERSION,
+                **manifest,
+                "created_at": utc_now(),
+                "status": "running",
+                "checkpoints": [],
+            },
+        )
+        (record.dir / "params").mkdir(parents=True)
+        for name, text in params.items():
+            atomic_write_text(record.dir / "params" / name, text)
+        record.write()
+        return record
+
+    def write(self) -> None:
+        write_manifest(self.dir, self.manifest)
+
+    def save_checkpoint(self, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
+        """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
+        run.json with `fields`, replacing an entry of the same file (saved again); return the file's path.
+
+        One batch of two atomic writes (`atomic_paths`): the checkpoint is moved into place before run.json.
+        Once the checkpoint is in place the record lists it, even when an exception stops the batch before
+        run.json's move: the next write of run.json (`finish`) then lists a file that exists.
+        """
+        path = self.dir / name
+        moved: list[Path] = []
+        try:
+            with atomic_paths(path, self.dir / MANIFEST, moved=moved) as (checkpoint, manifest):
+                save(str(checkpoint))
+                entries = [entry for entry in self.manifest["checkpoints"] if entry["file"] != name]
+                entries.append({"file": name, **fields, "saved_at": utc_now()})
+                manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
+        finally:
+            if moved:
+                self.manifest["checkpoints"] = entries
+        return path
+
+    def finish(self, status: str, **fields: Any) -> None:
+        self.manifest.update(status=status, finished_at=utc_now(), **fields)
+        self.write()
+
+
+def versions(distribution: str, version: str | None) -> dict[str, str | None]:
+    """The versions a manifest records: rlrun, the library's distribution, torch, Gymnasium and Python."""
+    import importlib.metadata
+    import sys
+
+    def installed(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "rlrun": installed("rlrun"),
+        distribution: version,
+        "torch": installed("torch"),
+        "gymnasium": installed("gymnasium"),
+        "python": sys.version.split()[0],
+    }
+
+
+def jsonable(result: Any, limit: int | None = 1000) -> dict[str, Any]:
+    """A result dataclass as a JSON-ready dict: paths as strings, sequences as lists, those of `limit`
+    items or more left out (None: none)."""
+    import dataclasses
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, (tuple, list)):
+            return [plain(item) for item in value]
+        return value
+
+    return {
+        key: plain(value)
+        for key, value in dataclasses.asdict(result).items()
+        if limit is None or not isinstance(value, (tuple, list)) or len(value) < limit
+    }

@@ -1,0 +1,270 @@
+"""A training's record: each checkpoint and the run.json entry that lists it land as one batch of writes, and
+run.json only ever lists complete checkpoints, whether the writer is interrupted or killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import rlrun
+from rlrun import runs
+from rlrun.errors import CheckpointNotFound
+from rlrun.libraries import rsl_rl
+from support import SHORT_RUNS
+
+
+def new_record(tmp_path: Path) -> runs.RunRecord:
+    return runs.RunRecord.create(tmp_path / "logs", "lib", "exp", None, {"library": "lib", "task": "t"}, {})
+
+
+def writer(content: bytes):
+    return lambda name: Path(name).write_bytes(content)
+
+
+def on_disk(record: runs.RunRecord) -> list[str]:
+    """The files run.json lists, as the disk has it now."""
+    return [entry["file"] for entry in runs.read_manifest(record.dir)["checkpoints"]]
+
+
+def in_memory(record: runs.RunRecord) -> list[str]:
+    return [entry["file"] for entry in record.manifest["checkpoints"]]
+
+
+def test_save_checkpoint_writes_the_file_and_lists_it_replacing_an_entry_of_the_same_file(tmp_path):
+    record = new_record(tmp_path)
+    assert record.save_checkpoint("model_0.pt", writer(b"first"), iteration=0) == record.dir / "model_0.pt"
+    record.save_checkpoint("model_1.pt", writer(b"second"), iteration=1, mean_return=2.5)
+    record.save_checkpoint("model_0.pt", writer(b"again"), iteration=2)
+    assert (record.dir / "model_0.pt").read_bytes() == b"again"
+    assert on_disk(record) == in_memory(record) == ["model_1.pt", "model_0.pt"]
+    entries = runs.read_manifest(record.dir)["checkpoints"]
+    assert [entry["iteration"] for entry in entries] == [1, 2] and entries[0]["mean_return"] == 2.5
+    assert entries == record.manifest["checkpoints"] and all("saved_at" in entry for entry in entries)
+
+
+def count_fsyncs(monkeypatch) -> dict[str, int]:
+    counts = {"files": 0, "folders": 0}
+    fsync = os.fsync
+
+    def counted(descriptor: int) -> None:
+        counts["folders" if stat.S_ISDIR(os.fstat(descriptor).st_mode) else "files"] += 1
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    return counts
+
+
+def test_a_checkpoint_and_its_run_json_entry_take_three_fsyncs_where_two_atomic_writes_took_four(tmp_path, monkeypatch):
+    """Issue 12: one fsync of the run folder for both files, instead of one after each."""
+    record = new_record(tmp_path)
+    counts = count_fsyncs(monkeypatch)
+    runs.atomic_save(record.dir / "model_0.pt", writer(b"weights"))  # the way before: two atomic writes
+    record.manifest["checkpoints"].append({"file": "model_0.pt", "iteration": 0})
+    record.write()
+    assert counts == {"files": 2, "folders": 2}
+    counts.update(files=0, folders=0)
+    record.save_checkpoint("model_1.pt", writer(b"weights"), iteration=1)
+    assert counts == {"files": 2, "folders": 1}
+    counts.update(files=0, folders=0)
+    (record.dir / "checkpoints").mkdir()  # SKRL's folder: its fsync, then the run folder's
+    record.save_checkpoint("checkpoints/agent_8.pt", writer(b"weights"), iteration=2)
+    assert counts == {"files": 2, "folders": 2}
+    assert on_disk(record) == ["model_0.pt", "model_1.pt", "checkpoints/agent_8.pt"]
+
+
+def interrupt_at(monkeypatch, step: int | None) -> None:
+    """A KeyboardInterrupt instead of the `step`-th fsync or move (counted from 1), as a Ctrl-C landing there."""
+    taken = []
+    fsync, replace = os.fsync, os.replace
+
+    def take() -> None:
+        taken.append(None)
+        if len(taken) == step:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", lambda descriptor: take() or fsync(descriptor))
+    monkeypatch.setattr(os, "replace", lambda source, target: take() or replace(source, target))
+
+
+@pytest.mark.parametrize(
+    ("step", "lands"),
+    [(None, False), (1, False), (2, False), (3, False), (4, True), (5, True)],
+    ids=[
+        "in the writer",
+        "checkpoint fsync",
+        "run.json fsync",
+        "checkpoint move",
+        "run.json move",
+        "folder fsync",
+    ],
+)
+def test_an_interrupt_at_any_step_of_a_checkpoint_save_leaves_a_run_that_lists_only_files_that_exist(
+    step, lands, tmp_path, monkeypatch
+):
+    """At step 4 the checkpoint is in place and run.json is not yet: the record still lists it, so the run's
+    last write (`finish`, as a training's `finally` makes it) lists it on disk too."""
+    record = new_record(tmp_path)
+    record.save_checkpoint("model_0.pt", writer(b"first"), iteration=0)
+
+    def interrupted_writer(name):
+        Path(name).write_bytes(b"second")
+        if step is None:
+            raise KeyboardInterrupt
+
+    interrupt_at(monkeypatch, step)
+    with pytest.raises(KeyboardInterrupt):
+        record.save_checkpoint("model_1.pt", interrupted_writer, iteration=1)
+    monkeypatch.undo()
+    assert sorted(os.listdir(record.dir)) == sorted(["model_0.pt", "run.json", "params", *(["model_1.pt"] * lands)])
+    assert on_disk(record) == ["model_0.pt", *(["model_1.pt"] * (step == 5))]
+    assert in_memory(record) == ["model_0.pt", *(["model_1.pt"] * lands)]
+    record.finish("interrupted")
+    assert on_disk(record) == in_memory(record)
+    assert all((record.dir / name).is_file() for name in on_disk(record))
+    newest, _ = runs.resolve_checkpoint("latest", log_root=tmp_path / "logs", library="lib", task="t")
+    assert newest.name == on_disk(record)[-1] and newest.read_bytes() == (b"second" if lands else b"first")
+
+
+def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_json_without_it(tmp_path, monkeypatch):
+    """A crash there (no `finish` after it) leaves the old run.json: it never lists a file that is not on disk."""
+    record = new_record(tmp_path)
+    replace = os.replace
+
+    def refuse_run_json(source, target):
+        if Path(target).name == runs.MANIFEST:
+            raise OSError(28, "No space left on device")
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", refuse_run_json)
+    with pytest.raises(OSError, match="No space"):
+        record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)
+    monkeypatch.undo()
+    assert (record.dir / "model_0.pt").read_bytes() == b"weights" and on_disk(record) == []
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
+    with pytest.raises(CheckpointNotFound):
+        runs.resolve_checkpoint("latest", log_root=tmp_path / "logs", library="lib", task="t")
+
+
+# --- a training process killed with SIGKILL -----------------------------------------------------------------
+
+TASK = "rlrun/CartPoleContinuous-v1"
+
+# The training process, with every fsync slowed down so that a kill can land inside a checkpoint write.
+SLOW_WRITER = """
+import os, sys, time
+fsync = os.fsync
+def slow_fsync(descriptor):
+    time.sleep(0.4)
+    fsync(descriptor)
+os.fsync = slow_fsync
+import rlrun
+sys.exit(rlrun.main(sys.argv[1:]))
+"""
+
+
+def start_training(log_root: Path) -> subprocess.Popen:
+    words = ["train", "--task", TASK, "--num_envs", "8", "--max_iterations", "500", "--log_root", str(log_root)]
+    overrides = ["agent.save_interval=1", "agent.num_steps_per_env=4", "agent.actor.hidden_dims=[256,256]"]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path])}
+    return subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, *words, *overrides],
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def run_dir(log_root: Path) -> Path | None:
+    found = list(log_root.glob("rsl_rl/*/*/run.json"))
+    return found[0].parent if found else None
+
+
+def wait_for(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the training process never reached the kill point")
+        time.sleep(0.01)
+
+
+def temporaries(directory: Path | None) -> list[Path]:
+    return list(directory.glob(f".*{runs.TEMPORARY_SUFFIX}")) if directory else []
+
+
+def listed_checkpoints(directory: Path | None) -> list[str]:
+    manifest = runs.read_manifest(directory) if directory else None
+    return [entry["file"] for entry in manifest["checkpoints"]] if manifest else []
+
+
+KILL_POINTS = {
+    # name: when to kill
+    "while writing the first checkpoint": lambda d: bool(temporaries(d)) and not listed_checkpoints(d),
+    "while writing the third checkpoint": lambda d: len(listed_checkpoints(d)) >= 2 and bool(temporaries(d)),
+    "between two writes": lambda d: len(listed_checkpoints(d)) >= 3 and not temporaries(d),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", list(KILL_POINTS))
+def test_the_newest_complete_checkpoint_loads_after_sigkill(point, log_root):
+    process = start_training(log_root)
+    try:
+        wait_for(lambda: KILL_POINTS[point](run_dir(log_root)))
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    directory = run_dir(log_root)
+    manifest = json.loads((directory / "run.json").read_text())  # never a half-written manifest
+    assert manifest["status"] == "running"  # killed: no chance to say otherwise
+
+    for name in listed_checkpoints(directory):  # everything the manifest lists is complete
+        rsl_rl.check_checkpoint(directory / name)
+    for partial in temporaries(directory):  # a partial file is never named like a checkpoint
+        assert not partial.name.startswith("model_") and partial.name.endswith(runs.TEMPORARY_SUFFIX)
+    if point == "while writing the first checkpoint":
+        with pytest.raises(CheckpointNotFound):
+            runs.resolve_checkpoint("latest", log_root=log_root, library="rsl_rl", task=TASK)
+        assert temporaries(directory)
+        return
+    checkpoint, _ = runs.resolve_checkpoint("latest", log_root=log_root, library="rsl_rl", task=TASK)
+    assert checkpoint.name == listed_checkpoints(directory)[-1]
+    state = torch.load(checkpoint, weights_only=True)
+    assert state["iter"] == int(checkpoint.stem.split("_")[1])
+
+
+@pytest.mark.parametrize("library", list(SHORT_RUNS))
+def test_every_library_writes_its_checkpoints_through_rlruns_atomic_writer(library, tmp_path, monkeypatch):
+    """Only the record's atomic batch lists checkpoints in run.json, so a checkpoint file on disk that run.json
+    does not list was written some other way (and could be left half-written by a kill)."""
+    writes = []
+    save_checkpoint = runs.RunRecord.save_checkpoint
+
+    def counted(record, name, save, **fields):
+        writes.append(record.dir / name)
+        return save_checkpoint(record, name, save, **fields)
+
+    monkeypatch.setattr(runs.RunRecord, "save_checkpoint", counted)
+    result = rlrun.train(
+        rlrun.TrainRequest(
+            task="rlrun/Pendulum-v1",
+            library=library,
+            num_envs=8,
+            max_iterations=3,
+            log_root=str(tmp_path),
+            overrides=SHORT_RUNS[library],
+        )
+    )
+    on_disk = {path for path in result.run_dir.rglob("*") if path.suffix in (".pt", ".pth", ".zip", ".pickle")}
+    manifest = json.loads((result.run_dir / "run.json").read_text())
+    recorded = {result.run_dir / entry["file"] for entry in manifest["checkpoints"]}
+    assert on_disk and on_disk == recorded <= set(writes)
+    assert not list(result.run_dir.rglob("*.rlrun-tmp"))
