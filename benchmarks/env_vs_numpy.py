@@ -120,9 +120,10 @@ def timed(step: Callable[[Any], object], actions: list[Any], steps: int) -> floa
     return time.perf_counter() - begin
 
 
-def measure(task: str, num_envs: int, pairs: int, env_steps: int) -> dict[str, Any]:
+def measure(task: str, num_envs: int, pairs: int, env_steps: int, kernel: str) -> dict[str, Any]:
     """Alternate native and NumPy blocks; return per-pair rates and ratios."""
-    native = make_env(task, num_envs)
+    native = make_env(task, num_envs, env_kwargs={"kernel": kernel} if kernel != "auto" else None)
+    step_kind = getattr(native, "kernel", "eager")
     numpy_env = reference(task, num_envs)
     native_actions, numpy_actions = action_batches(native, task)
     native.reset(seed=0)
@@ -151,6 +152,7 @@ def measure(task: str, num_envs: int, pairs: int, env_steps: int) -> dict[str, A
         "ratio": statistics.median(ratios),
         "low": min(ratios),
         "high": max(ratios),
+        "step": step_kind,
     }
 
 
@@ -163,6 +165,9 @@ def main() -> None:
         "--tasks", nargs="+", default=["rlrun/CartPole-v1", "rlrun/CartPoleContinuous-v1", "rlrun/Pendulum-v1"]
     )
     parser.add_argument("--threads", nargs="+", default=["1", "default"], help="torch thread counts, or 'default'")
+    parser.add_argument(
+        "--kernel", default="auto", choices=["auto", "compiled", "eager"], help="env.kernel of the native tasks"
+    )
     args = parser.parse_args()
 
     default_threads = torch.get_num_threads()
@@ -171,7 +176,7 @@ def main() -> None:
         f"torch {torch.__version__}, numpy {np.__version__}, gymnasium {gymnasium.__version__}"
     )
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    header = f"{'task':<30}{'threads':>8}{'envs':>8}{'native M/s':>12}{'NumPy M/s':>11}{'ratio':>8}   spread"
+    header = f"{'task':<30}{'threads':>8}{'envs':>8}{'step':>9}{'native M/s':>12}{'NumPy M/s':>11}{'ratio':>8}   spread"
     print(header)
     print("-" * len(header))
     try:
@@ -180,14 +185,15 @@ def main() -> None:
             torch.set_num_threads(count)
             for task in args.tasks:
                 for num_envs in args.num_envs:
-                    row = measure(task, num_envs, args.pairs, args.env_steps)
+                    row = measure(task, num_envs, args.pairs, args.env_steps, args.kernel)
                     goal = GOALS.get(num_envs)
                     verdict = ""
                     if goal is not None:
                         verdict = f"  goal >= {goal:.1f}x: {'met' if row['ratio'] >= goal else 'NOT met'}"
                     label = f"{count} ({threads})" if threads == "default" else str(count)
                     print(
-                        f"{task:<30}{label:>8}{num_envs:>8}{row['native'] / 1e6:>12.2f}{row['numpy'] / 1e6:>11.2f}"
+                        f"{task:<30}{label:>8}{num_envs:>8}{row['step']:>9}"
+                        f"{row['native'] / 1e6:>12.2f}{row['numpy'] / 1e6:>11.2f}"
                         f"{row['ratio']:>7.2f}x   {row['low']:.2f}-{row['high']:.2f}{verdict}",
                         flush=True,
                     )

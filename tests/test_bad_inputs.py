@@ -497,6 +497,15 @@ ROWS = [
     cli("train override empty path segment", *train("agent..x=1")),
     cli("train override wrong type", *train("env.max_episode_steps=abc")),
     cli(
+        "train env.kernel not a mode",
+        "train",
+        "--task",
+        CARTPOLE_CONTINUOUS,
+        "--log_root",
+        "{logs}",
+        "env.kernel=compile",
+    ),
+    cli(
         "train override list for a number",
         *train("agent.actor.hidden_dims=abc"),
     ),

@@ -80,11 +80,14 @@ def assert_same_step(env, reference, native: tuple, expected: tuple) -> None:
 
 # Restarting ended envs by indexing (the CPU way) or by torch.where (the accelerator way, no host sync).
 RESTARTS = pytest.mark.parametrize("draw_for_ended_only", [True, False], ids=["indexed", "sync-free"])
+# The eager step and the compiled one (rlrun.envs.kernels): both are held to Gymnasium.
+KERNELS = pytest.mark.parametrize("kernel", ["eager", "compiled"])
 
 
+@KERNELS
 @RESTARTS
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
-def test_matches_gymnasium_cartpole_for_1000_steps(continuous, draw_for_ended_only):
+def test_matches_gymnasium_cartpole_for_1000_steps(continuous, draw_for_ended_only, kernel):
     """Same states and actions give the same observations, rewards, terminations and truncations.
 
     Before every step the native state is copied into the reference: torch's sin/cos differ from
@@ -92,7 +95,8 @@ def test_matches_gymnasium_cartpole_for_1000_steps(continuous, draw_for_ended_on
     than 1e-5 within a 500-step episode. The float64 states are compared after every step (1e-12), so
     the copy only removes rounding, never a wrong transition.
     """
-    env = CartPoleVectorEnv(NUM_ENVS, continuous=continuous)
+    env = CartPoleVectorEnv(NUM_ENVS, continuous=continuous, kernel=kernel)
+    assert env.kernel == kernel
     env._draw_for_ended_only = draw_for_ended_only
     reference = make_reference(NUM_ENVS)
     obs, _ = env.reset(seed=0)
@@ -199,11 +203,12 @@ def test_force_mag_scales_the_push():
     assert strong.state[0, 1] == pytest.approx(4 * weak.state[0, 1])
 
 
+@KERNELS
 @RESTARTS
 @pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
-def test_same_seed_same_actions_give_identical_tensors(continuous, draw_for_ended_only):
+def test_same_seed_same_actions_give_identical_tensors(continuous, draw_for_ended_only, kernel):
     def rollout(seed: int) -> list[torch.Tensor]:
-        env = CartPoleVectorEnv(16, continuous=continuous)
+        env = CartPoleVectorEnv(16, continuous=continuous, kernel=kernel)
         env._draw_for_ended_only = draw_for_ended_only
         actions_rng = torch.Generator().manual_seed(1)
         out = list(env.reset(seed=seed)[:1])
@@ -232,9 +237,10 @@ def test_only_rgb_array_rendering_is_offered():
     env.close()
 
 
-def test_constants_changed_after_construction_take_effect_like_in_gymnasium():
+@KERNELS
+def test_constants_changed_after_construction_take_effect_like_in_gymnasium(kernel):
     """The step reads the physical constants from the attributes, as Gymnasium's does, even when set later."""
-    env = CartPoleVectorEnv(2)
+    env = CartPoleVectorEnv(2, kernel=kernel)
     env.reset(seed=0)
     env.step(torch.tensor([0, 0]))  # with the constructor's constants
     reference = gymnasium.make("CartPole-v1").unwrapped
@@ -246,6 +252,10 @@ def test_constants_changed_after_construction_take_effect_like_in_gymnasium():
         env.step(torch.tensor([1, 1]))
         reference.step(1)
         np.testing.assert_allclose(env.state[0].numpy(), reference.state, rtol=0, atol=1e-12)
+    for target in (env, reference):  # the thresholds too
+        target.x_threshold = 1e-3
+    reference.state = env.state[0].numpy().copy()
+    assert bool(env.step(torch.tensor([1, 1]))[2][0]) and reference.step(1)[2]
     reference.close()
 
 

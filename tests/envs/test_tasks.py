@@ -108,11 +108,13 @@ def test_env_config_lists_the_keyword_arguments_of_each_task():
         "max_episode_steps": 500,
         "continuous": False,
         "force_mag": 10.0,
+        "kernel": "auto",
     }
     assert env_config("rlrun/CartPoleContinuous-v1") == {
         "max_episode_steps": 500,
         "continuous": True,
         "force_mag": 10.0,
+        "kernel": "auto",
     }
     assert env_config("rlrun/Pendulum-v1") == {"max_episode_steps": 200, "g": 10.0}
     assert env_config("CartPole-v1") == {"max_episode_steps": 500, "sutton_barto_reward": False}

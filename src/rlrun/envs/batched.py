@@ -12,6 +12,11 @@ missing one fails when it is built, not in the middle of a run:
 - `advance(actions)`: move every env's state one step forward in place, return reward and termination;
 - `observe(components)`: the observations of a batch of states.
 
+A task may also offer a compiled CPU step (`rlrun.envs.kernels`): a pure torch `dynamics(components,
+actions, constants)` with the same physics as `advance` and `observe` together, plus `kernel_actions` and
+`kernel_constants`. The base then compiles it once per machine and steps through it on the CPU, unless the
+env is built with `kernel="eager"`.
+
 The physics state is stored component-major: `components` is `[state_size, num_envs]`, one contiguous
 row per state component, so that elementwise torch ops run over contiguous vectors (about 3-10x
 faster on a CPU than over the strided columns of `[num_envs, state_size]`). `state` is the
@@ -24,7 +29,7 @@ The step contract is Gymnasium's `VectorEnv` in `AutoresetMode.SAME_STEP` with t
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,7 +39,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rlrun.envs.rendering import GymnasiumPainter, SubEnvFrames
-from rlrun.errors import InvalidArgument
+from rlrun.errors import InvalidArgument, did_you_mean
 
 
 class BatchedVectorEnv(VectorEnv, ABC):
@@ -77,6 +82,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         render_mode: str | None,
         single_observation_space: spaces.Space,
         single_action_space: spaces.Space,
+        kernel: str = "eager",
     ):
         if self.metadata.get("autoreset_mode") != AutoresetMode.SAME_STEP:
             raise TypeError(f"{type(self).__name__}.metadata must keep autoreset_mode SAME_STEP.")
@@ -102,6 +108,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self._draw_for_ended_only = self.device.type == "cpu"
         self._components = torch.zeros(self.state_size, num_envs, dtype=self.state_dtype, device=self.device)
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
+        self._kernel = self._load_kernel(kernel)
 
     # ------------------------------------------------------------------ what a task implements
 
@@ -132,6 +139,55 @@ class BatchedVectorEnv(VectorEnv, ABC):
     def observe(self, components: torch.Tensor) -> torch.Tensor:
         """Return the observations of the states `components` (`[state_size, n]`, possibly a view), as a
         new contiguous float32 tensor `[n, *single_observation_space.shape]`."""
+
+    # ------------------------------------------------------------------ what a task may add: a compiled step
+
+    dynamics: ClassVar[Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor]] | None] = None
+    """Optional, a staticmethod: `advance` and `observe` as one pure torch function for the compiler,
+    `dynamics(components, actions, constants) -> (obs, reward, terminated)`. It writes the next state into
+    `components` (`[state_size, n]`), takes what `kernel_actions` and `kernel_constants` return, and
+    returns new tensors. It must round as `advance` does (the same expressions in the same order)."""
+
+    def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """The caller's `actions` (as `advance` gets them) in the `[num_envs]` form `dynamics` takes; checks
+        them as `advance` does."""
+        raise NotImplementedError(f"{type(self).__name__} defines no compiled step.")
+
+    def kernel_constants(self) -> torch.Tensor:
+        """The task's constants as a 1-d float64 tensor for `dynamics` (read again every step, so that a
+        constant changed after construction takes effect, as in Gymnasium)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no compiled step.")
+
+    @property
+    def kernel(self) -> str:
+        """How this env steps: "compiled" (the task's `dynamics` through its kernel) or "eager"."""
+        return "eager" if self._kernel is None else "compiled"
+
+    def _load_kernel(self, mode: str) -> Any | None:
+        from rlrun.envs import kernels
+
+        if mode not in kernels.KERNEL_MODES:
+            raise InvalidArgument(
+                f"Unknown kernel {mode!r}.{did_you_mean(mode, kernels.KERNEL_MODES)}"
+                " Pass env.kernel=auto, compiled or eager."
+            )
+        if mode == "eager" or (mode == "auto" and (self.dynamics is None or self.device.type != "cpu")):
+            return None
+        if self.dynamics is None:
+            raise InvalidArgument(f"{type(self).__name__} has no compiled step; use kernel='eager' or 'auto'.")
+        if self.device.type != "cpu":
+            raise InvalidArgument(f"kernel='compiled' steps on the CPU only, not on {self.device}; use 'auto'.")
+        try:
+            return kernels.load(type(self), mode, self.num_envs)
+        except kernels.KernelUnavailable as error:
+            raise InvalidArgument(f"kernel='compiled': {error}; use kernel='auto' to step eagerly instead.") from None
+
+    def _compiled_step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`advance` and `observe` of the new state, in one call of the kernel."""
+        obs, reward, terminated = self._kernel.run(
+            [self._components, self.kernel_actions(actions), self.kernel_constants()]
+        )
+        return obs, reward, terminated
 
     # ------------------------------------------------------------------ the shared plumbing
 
@@ -180,11 +236,16 @@ class BatchedVectorEnv(VectorEnv, ABC):
         """
         if not (isinstance(actions, torch.Tensor) and actions.device == self.device):
             actions = torch.as_tensor(actions, device=self.device)
-        reward, terminated = self.advance(actions.reshape(self._action_shape))
+        if self._kernel is not None:
+            final_obs, reward, terminated = self._compiled_step(actions.reshape(self._action_shape))
+        else:
+            reward, terminated = self.advance(actions.reshape(self._action_shape))
+            final_obs = None
         self._steps += 1
         truncated = greater_than(self._steps, self.max_episode_steps - 1)
         done = terminated | truncated
-        final_obs = self.observe(self._components)
+        if final_obs is None:
+            final_obs = self.observe(self._components)
         obs = self._restart(done, final_obs)
         return obs, reward, terminated, truncated, {"final_obs": final_obs, "_final_obs": done}
 

@@ -42,6 +42,7 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         continuous: bool = False,
         force_mag: float = 10.0,
         render_mode: str | None = None,
+        kernel: str = "auto",
     ):
         self.continuous = continuous
         self.gravity = 9.8
@@ -68,6 +69,7 @@ class CartPoleVectorEnv(BatchedVectorEnv):
             single_action_space=(
                 spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32) if continuous else spaces.Discrete(2)
             ),
+            kernel=kernel,
         )
         self.painter = GymnasiumPainter(CartPoleEnv)
         self._constants_of: tuple[float, ...] = ()  # the attribute values `_k` holds
@@ -117,6 +119,36 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         reward = torch.ones(self.num_envs, dtype=torch.float32, device=self.device)
         return reward, terminated
 
+    @staticmethod
+    def dynamics(
+        components: torch.Tensor, force: torch.Tensor, k: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`advance` and `observe` as one pure function, for the compiled step: Gymnasium's expressions in
+        Gymnasium's order. `force` is `kernel_actions`' float64 `[n]`, `k` is `kernel_constants`."""
+        gravity, masspole, total_mass, length, polemass_length, tau, x_threshold, theta_threshold = k.unbind()
+        x, x_dot, theta, theta_dot = components.unbind()
+        costheta = torch.cos(theta)
+        sintheta = torch.sin(theta)
+        temp = (force + polemass_length * (theta_dot * theta_dot) * sintheta) / total_mass
+        thetaacc = (gravity * sintheta - costheta * temp) / (
+            length * (4.0 / 3.0 - masspole * (costheta * costheta) / total_mass)
+        )
+        xacc = temp - polemass_length * thetaacc * costheta / total_mass
+        rows = (x + tau * x_dot, x_dot + tau * xacc, theta + tau * theta_dot, theta_dot + tau * thetaacc)
+        components.copy_(torch.stack(rows))  # one copy_: per-row copies made inductor fix num_envs at 64
+        terminated = (rows[0].abs() > x_threshold) | (rows[2].abs() > theta_threshold)
+        obs = torch.stack([row.to(torch.float32) for row in rows], dim=1)
+        return obs, torch.ones_like(force, dtype=torch.float32), terminated
+
+    def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
+        """The float64 force `[num_envs]` (discrete actions outside {0, 1} raise, as in `advance`)."""
+        return self._force(actions, self._constants()["pushes"])
+
+    def kernel_constants(self) -> torch.Tensor:
+        """gravity, masspole, total_mass, length, polemass_length, tau and the two thresholds."""
+        self._constants()
+        return self._k["kernel"]
+
     def observe(self, components: torch.Tensor) -> torch.Tensor:
         """The state itself, in float32: `[n, 4]`."""
         obs = torch.empty(components.shape[1], 4, dtype=torch.float32, device=self.device)
@@ -135,6 +167,8 @@ class CartPoleVectorEnv(BatchedVectorEnv):
             self.tau,
             4.0 / 3.0,
             self.force_mag,
+            self.x_threshold,
+            self.theta_threshold_radians,
         )
         if values != self._constants_of:
             names = ("gravity", "masspole", "total_mass", "length", "polemass_length", "tau", "four_thirds")
@@ -144,6 +178,9 @@ class CartPoleVectorEnv(BatchedVectorEnv):
             }
             # Gymnasium's force, sign(action - 0.5) * force_mag, of actions 0 and 1.
             self._k["pushes"] = torch.tensor([-self.force_mag, self.force_mag], dtype=torch.float64, device=self.device)
+            self._k["kernel"] = torch.tensor(
+                [*values[:6], self.x_threshold, self.theta_threshold_radians], dtype=torch.float64, device=self.device
+            )
             self._constants_of = values
         return self._k
 

@@ -1,0 +1,15 @@
+"""Tasks for tests/envs/test_kernels.py, importable by the kernel build's child process (on PYTHONPATH)."""
+
+from __future__ import annotations
+
+from rlrun.envs.cartpole import CartPoleVectorEnv
+
+
+class UnexportableCartPole(CartPoleVectorEnv):
+    """A cart-pole whose `dynamics` branch on data, which `torch.export` refuses: its build fails."""
+
+    @staticmethod
+    def dynamics(components, force, k):
+        if bool(components[0].sum() > 0):  # data-dependent control flow
+            force = -force
+        return CartPoleVectorEnv.dynamics(components, force, k)

@@ -1,0 +1,160 @@
+"""Compiled steps (`rlrun.envs.kernels`): when they are used, what a build leaves, how a failed build is told."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import rlrun
+from rlrun.envs import kernels
+from rlrun.envs.cartpole import CartPoleVectorEnv
+from rlrun.errors import InvalidArgument
+from support import assert_order_independent
+
+HERE = Path(__file__).parent
+
+
+def test_auto_steps_compiled_from_1024_envs_on_the_cpu_and_eagerly_below():
+    assert CartPoleVectorEnv(kernels.AUTO_ENVS - 1).kernel == "eager"
+    assert CartPoleVectorEnv(kernels.AUTO_ENVS).kernel == "compiled"
+    assert CartPoleVectorEnv(kernels.AUTO_ENVS, kernel="eager").kernel == "eager"
+    assert CartPoleVectorEnv(8, kernel="compiled").kernel == "compiled"
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+def test_compiled_and_eager_steps_agree_and_a_constant_changed_later_takes_effect(continuous):
+    eager = CartPoleVectorEnv(1500, continuous=continuous, kernel="eager")
+    compiled = CartPoleVectorEnv(1500, continuous=continuous, kernel="compiled")
+    generator = torch.Generator().manual_seed(0)
+    for env in (eager, compiled):
+        env.reset(seed=3)
+    for step in range(300):
+        if step == 150:
+            for env in (eager, compiled):
+                env.force_mag, env.tau = 5.0, 0.01
+        if continuous:
+            actions = torch.rand(1500, 1, generator=generator) * 3 - 1.5
+        else:
+            actions = torch.randint(0, 2, (1500,), generator=generator)
+        first, second = eager.step(actions), compiled.step(actions)
+        for a, b in zip(first[:4], second[:4], strict=True):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.is_contiguous() and b.is_contiguous()
+        torch.testing.assert_close(first[0], second[0], rtol=0, atol=1e-5)
+        for a, b in zip(first[1:4], second[1:4], strict=True):
+            assert torch.equal(a, b)
+        assert torch.equal(eager.steps, compiled.steps)
+        torch.testing.assert_close(eager.components, compiled.components, rtol=0, atol=1e-9)
+
+
+def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too():
+    env = CartPoleVectorEnv(8, kernel="compiled")
+    env.reset(seed=0)
+    with pytest.raises(IndexError):
+        env.step(torch.full((8,), 2))
+
+
+def test_a_bad_kernel_mode_is_refused_with_the_nearest_one():
+    with pytest.raises(InvalidArgument, match=r"Unknown kernel 'compile'\. Did you mean 'compiled'"):
+        CartPoleVectorEnv(8, kernel="compile")
+
+
+def test_the_cache_key_follows_the_dynamics_source_and_the_cache_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv(kernels.CACHE_VARIABLE, str(tmp_path))
+    from kernel_tasks import UnexportableCartPole
+
+    own, other = kernels.kernel_folder(CartPoleVectorEnv), kernels.kernel_folder(UnexportableCartPole)
+    assert own.parent == other.parent == tmp_path / "kernels"
+    assert own.name.split("-")[-1] != other.name.split("-")[-1]
+
+
+def test_a_failed_build_is_told_once_then_auto_steps_eagerly_and_compiled_is_refused(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv(kernels.CACHE_VARIABLE, str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), *sys.path]))
+    from kernel_tasks import UnexportableCartPole
+
+    env = UnexportableCartPole(kernels.AUTO_ENVS)
+    assert env.kernel == "eager"
+    failed = kernels.kernel_folder(UnexportableCartPole) / kernels.FAILED
+    assert failed.is_file() and "exit status 1" in failed.read_text()
+    assert f"could not compile the kernel (see {failed})" in capfd.readouterr().err
+    # Only the failure and the lock file stay: no temporary folder, no half-built library.
+    assert sorted(path.name for path in (tmp_path / "kernels").iterdir()) == sorted(
+        [failed.parent.name, f"{failed.parent.name}.lock"]
+    )
+    assert [path.name for path in failed.parent.iterdir()] == [kernels.FAILED]
+
+    assert UnexportableCartPole(kernels.AUTO_ENVS).kernel == "eager"  # not tried again
+    assert "building it failed" in capfd.readouterr().err
+    with pytest.raises(
+        InvalidArgument, match=r"kernel='compiled': building the kernel failed earlier; see .*FAILED\.txt"
+    ):
+        UnexportableCartPole(8, kernel="compiled")
+
+
+@pytest.mark.slow
+def test_a_build_writes_only_into_the_cache_and_runs_in_a_child(tmp_path, monkeypatch):
+    """The build leaves nothing in the temporary directory and imports no compiler into this process."""
+    monkeypatch.setenv(kernels.CACHE_VARIABLE, str(tmp_path / "cache"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    compilers = {name for name in sys.modules if name.startswith(("torch._inductor", "torch._export"))}
+    env = CartPoleVectorEnv(8, kernel="compiled")
+    assert env.kernel == "compiled"
+    assert list((tmp_path / "tmp").iterdir()) == []
+    folder = kernels.kernel_folder(CartPoleVectorEnv)
+    assert sorted(path.name for path in folder.iterdir()) == ["build.txt", kernels.LIBRARY]
+    assert {name for name in sys.modules if name.startswith(("torch._inductor", "torch._export"))} == compilers
+
+
+def test_a_training_call_with_the_compiled_step_is_hermetic(tmp_path):
+    """The suite's leak detector checks the call: a compiled step starts no thread and leaves no file open."""
+    result = rlrun.train(
+        rlrun.TrainRequest(
+            task="rlrun/CartPoleContinuous-v1",
+            library="rsl_rl",
+            num_envs=kernels.AUTO_ENVS,
+            max_iterations=2,
+            log_root=str(tmp_path),
+            overrides=("agent.num_steps_per_env=8",),
+        )
+    )
+    assert result.iterations == 2
+    assert "kernel: auto" in (Path(result.run_dir) / "params" / "env.yaml").read_text()
+
+
+SMALL = ("agent.num_steps_per_env=16", "agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]")
+
+
+def weights(checkpoint):
+    state = torch.load(checkpoint, weights_only=True)
+    return {
+        f"{part}.{key}": value
+        for part in ("actor_state_dict", "critic_state_dict")
+        for key, value in state[part].items()
+    }
+
+
+@pytest.mark.slow
+def test_a_compiled_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
+    compiled = ("env.kernel=compiled", *SMALL)
+    a = {
+        "library": "rsl_rl",
+        "task": "rlrun/CartPoleContinuous-v1",
+        "seed": 1,
+        "num_envs": 64,
+        "max_iterations": 6,
+        "overrides": compiled,
+    }
+    b = {
+        "library": "rsl_rl",
+        "task": "rlrun/Pendulum-v1",
+        "seed": 2,
+        "num_envs": 32,
+        "max_iterations": 4,
+        "overrides": SMALL,
+    }
+    assert_order_independent(tmp_path, a, b, weights)
