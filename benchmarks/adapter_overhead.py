@@ -3,69 +3,114 @@
 For each installed library with a row here, both sides train the same task with the same
 configuration, number of environments and iterations, in this process: rlrun through its API
 (planning, the hermetic scope, run directory and manifest, atomic checkpoints, the env wrapper,
-restore), the reference through the library's own runner on the same torch env. Each side runs once
-to warm up, then `--repeats` times alternately; the best time of each side is kept (the machine is
-shared). The ratio is reference time / rlrun time (goal >= 0.98: rlrun within 2% of the library).
+restore), the reference through the library's own runner on the same torch env, at the torch thread
+count rlrun picks for the run (so that the threads are not what differs). Each side runs once to warm
+up (imports, the first optimizer step, JIT), then `--pairs` alternating pairs (library first, then
+rlrun first, ...; see `alternating.py`). Each pair's ratio is library alone time / through rlrun time;
+the script prints every pair, the median, the spread and the load, and the goal's verdict per row:
+median >= 0.98, rlrun within 2% of the library.
 
-    python benchmarks/adapter_overhead.py [--repeats 3] [--libraries rsl_rl ...]
+    python benchmarks/adapter_overhead.py [--pairs 5] [--libraries rsl_rl skrl ...] [--iterations N]
 
-A row is a module `benchmarks/overhead_<library>.py` with `LABEL` and two functions of a temporary
-directory: `direct(tmp)` (the library alone) and `through_rlrun(tmp)` (the same run via rlrun).
+A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (sized for 3-6 s
+a side) and two functions of a temporary directory and a number of iterations: `direct(tmp, iterations)`
+(the library alone) and `through_rlrun(tmp, iterations)` (the same run via rlrun).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
+from alternating import Summary, load, order, pair, print_table, timed
+from rlrun.api.planning import pick_threads
 from rlrun.libraries import LIBRARIES
 
 GOAL = 0.98
-ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games")
+ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games", "torchrl")
+"""Every library path rlrun trains with: each library of the table, and SKRL on both of its frameworks."""
 
 
-def best_time(run: Callable[[Path], object], repeats: int) -> float:
-    durations = []
-    for _ in range(repeats):
-        with tempfile.TemporaryDirectory() as directory:
-            start = time.perf_counter()
-            run(Path(directory))
-            durations.append(time.perf_counter() - start)
-    return min(durations)
+def missing(name: str) -> str | None:
+    """Why row `name` cannot run here (its library or JAX is not installed), or None."""
+    library = LIBRARIES.get(name.removesuffix("_jax"))
+    if library is None:
+        return "no such library in rlrun's table"
+    if not library.installed:
+        return library.install_hint
+    if name.endswith("_jax") and importlib.util.find_spec("jax") is None:
+        return "JAX is not installed: pip install 'rlrun[jax]'"
+    return None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--libraries", nargs="*", default=list(ROWS))
-    args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).parent))
+def side(run: Callable[[Path, int], object], iterations: int, threads: int | None = None) -> Callable[[], float]:
+    """A side of a pair: one run in a fresh temporary directory, returning its duration. `threads`: the torch
+    intra-op threads to run the library alone at (rlrun sets its own inside the call and puts them back)."""
 
-    print(f"{'row':<44} {'library alone':>14} {'through rlrun':>14} {'ratio':>7}")
-    for name in args.libraries:
-        library = LIBRARIES.get(name.removesuffix("_jax"))
+    def measured() -> float:
+        import torch
+
+        previous = torch.get_num_threads()
+        if threads is not None:
+            torch.set_num_threads(threads)
         try:
-            row = importlib.import_module(f"overhead_{name}")
-        except ModuleNotFoundError:
+            with tempfile.TemporaryDirectory() as directory:
+                return timed(lambda: run(Path(directory), iterations))
+        finally:
+            torch.set_num_threads(previous)
+
+    return measured
+
+
+def measure(row: ModuleType, pairs: int, iterations: int) -> Summary:
+    """Warm both sides up, then time `pairs` alternating pairs; print each pair; return the ratios' summary."""
+    threads = pick_threads(None, row.NUM_ENVS)
+    direct, rlrun = side(row.direct, iterations, threads), side(row.through_rlrun, iterations)
+    print(f"{row.LABEL} x {iterations} it, {threads} torch thread{'s' * (threads != 1)}", flush=True)
+    direct()  # warm-up: imports, first optimizer step, JIT
+    rlrun()
+    before = load()
+    ratios = []
+    for index in range(pairs):
+        alone, through = pair(index, direct, rlrun)
+        ratios.append(alone / through)
+        print(
+            f"  pair {index + 1} ({order(index, 'library', 'rlrun')}): library alone {alone:6.2f} s, "
+            f"through rlrun {through:6.2f} s, ratio {alone / through:.3f}",
+            flush=True,
+        )
+    summary = Summary(tuple(ratios), GOAL, before, load())
+    print(f"  {summary.line()}", flush=True)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", "--repeats", type=int, default=5, help="alternating pairs per row (default 5)")
+    parser.add_argument("--libraries", nargs="*", default=list(ROWS), choices=ROWS, metavar="ROW")
+    parser.add_argument("--iterations", type=int, default=None, help="every row's iterations (default: the row's)")
+    args = parser.parse_args(argv)
+
+    print(f"ratio = library alone / through rlrun, per alternating pair (goal: median >= {GOAL})")
+    results: dict[str, Summary | str] = {}
+    for name in args.libraries:
+        reason = missing(name)
+        if reason is not None:
+            print(f"{name}: not measured ({reason})")
+            results[name] = f"not measured ({reason})"
             continue
-        if library is None or not library.installed:
-            print(f"{name:<44} (not installed: {library.install_hint if library else 'no adapter'})")
-            continue
-        for side in (row.direct, row.through_rlrun):  # warm-up: imports, first optimizer step, JIT
-            best_time(side, 1)
-        direct, rlrun = [], []
-        for _ in range(args.repeats):  # alternate, so drifting machine load hits both sides alike
-            direct.append(best_time(row.direct, 1))
-            rlrun.append(best_time(row.through_rlrun, 1))
-        ratio = min(direct) / min(rlrun)
-        print(f"{row.LABEL:<44} {min(direct):>13.2f}s {min(rlrun):>13.2f}s {ratio:>7.3f}")
-    print(f"ratio = library alone / through rlrun (goal >= {GOAL})")
+        row = importlib.import_module(f"overhead_{name}")
+        results[name] = measure(row, args.pairs, args.iterations or row.ITERATIONS)
+
+    print_table(results, ROWS, GOAL)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

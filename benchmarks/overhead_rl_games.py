@@ -11,10 +11,10 @@ from rlrun.libraries import rl_games
 
 TASK = "rlrun/CartPole-v1"
 NUM_ENVS, ITERATIONS, SEED = 128, 45, 1
-LABEL = f"rl_games ppo, {TASK}, {NUM_ENVS} envs x {ITERATIONS} it"
+LABEL = f"rl_games ppo, {TASK}, {NUM_ENVS} envs"
 
 
-def direct(tmp: Path) -> None:
+def direct(tmp: Path, iterations: int = ITERATIONS) -> None:
     """The library alone: rlrun's env behind an `IVecEnv`, rl_games' `Runner`, as a user would write it."""
     import contextlib
 
@@ -33,7 +33,7 @@ def direct(tmp: Path) -> None:
         num_actors=NUM_ENVS,
         device="cpu",
         train_dir=str(tmp),
-        max_epochs=ITERATIONS,
+        max_epochs=iterations,
     )
     runner = Runner()
     try:
@@ -45,9 +45,9 @@ def direct(tmp: Path) -> None:
         env.close()
 
 
-def through_rlrun(tmp: Path) -> None:
+def through_rlrun(tmp: Path, iterations: int = ITERATIONS) -> None:
     rlrun.train(
         rlrun.TrainRequest(
-            task=TASK, library="rl_games", num_envs=NUM_ENVS, max_iterations=ITERATIONS, seed=SEED, log_root=str(tmp)
+            task=TASK, library="rl_games", num_envs=NUM_ENVS, max_iterations=iterations, seed=SEED, log_root=str(tmp)
         )
     )

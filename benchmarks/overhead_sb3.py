@@ -11,10 +11,10 @@ from rlrun.libraries import sb3
 
 TASK = "rlrun/CartPole-v1"
 NUM_ENVS, ITERATIONS, SEED = 32, 50, 1
-LABEL = f"sb3 ppo, {TASK}, {NUM_ENVS} envs x {ITERATIONS} it"
+LABEL = f"sb3 ppo, {TASK}, {NUM_ENVS} envs"
 
 
-def direct(tmp: Path) -> None:
+def direct(tmp: Path, iterations: int = ITERATIONS) -> None:
     """SB3 alone: rlrun's env behind the SB3 VecEnv; SB3's PPO, logger and checkpoint callback, as a user would."""
     import contextlib
 
@@ -32,7 +32,7 @@ def direct(tmp: Path) -> None:
             model.set_logger(configure(str(tmp), ["stdout", "tensorboard"]))
             checkpoints = CheckpointCallback(config["save_interval"] * config["n_steps"], str(tmp), "model")
             try:
-                model.learn(ITERATIONS * config["n_steps"] * NUM_ENVS, callback=checkpoints)
+                model.learn(iterations * config["n_steps"] * NUM_ENVS, callback=checkpoints)
                 model.save(tmp / "model.zip")
             finally:
                 model.logger.close()
@@ -40,9 +40,9 @@ def direct(tmp: Path) -> None:
         env.close()
 
 
-def through_rlrun(tmp: Path) -> None:
+def through_rlrun(tmp: Path, iterations: int = ITERATIONS) -> None:
     rlrun.train(
         rlrun.TrainRequest(
-            task=TASK, library="sb3", num_envs=NUM_ENVS, max_iterations=ITERATIONS, seed=SEED, log_root=str(tmp)
+            task=TASK, library="sb3", num_envs=NUM_ENVS, max_iterations=iterations, seed=SEED, log_root=str(tmp)
         )
     )

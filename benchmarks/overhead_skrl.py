@@ -12,19 +12,20 @@ from rlrun.libraries import skrl
 TASK = "rlrun/CartPole-v1"
 FRAMEWORK = "torch"
 NUM_ENVS, ITERATIONS, SEED = 64, 15, 1
-LABEL = f"skrl ppo ({FRAMEWORK}), {TASK}, {NUM_ENVS} envs x {ITERATIONS} it"
+LABEL = f"skrl ppo ({FRAMEWORK}), {TASK}, {NUM_ENVS} envs"
 
 
-def direct(tmp: Path, framework: str = FRAMEWORK) -> None:
+def direct(tmp: Path, iterations: int = ITERATIONS, framework: str = FRAMEWORK) -> None:
     """The library alone: rlrun's env in the adapter's SKRL wrapper, SKRL's `Runner` on the same configuration."""
     import contextlib
 
+    import skrl as library  # noqa: F401 (for JAX, the adapter's wrapper sets the imported SKRL's device)
     import tqdm
 
     config = library_config(load_agent_config("skrl", "ppo", TASK))
     env = make_env(TASK, NUM_ENVS)
     wrapped = skrl.wrap_env(env, framework, "cpu", SEED)
-    timesteps = ITERATIONS * skrl.timesteps_per_iteration(config)
+    timesteps = iterations * skrl.timesteps_per_iteration(config)
     config = skrl.runner_config(
         config, seed=SEED, timesteps=timesteps, run_dir=tmp / "run", action_space=wrapped.action_space
     )
@@ -43,14 +44,14 @@ def direct(tmp: Path, framework: str = FRAMEWORK) -> None:
         env.close()
 
 
-def through_rlrun(tmp: Path, framework: str = FRAMEWORK) -> None:
+def through_rlrun(tmp: Path, iterations: int = ITERATIONS, framework: str = FRAMEWORK) -> None:
     rlrun.train(
         rlrun.TrainRequest(
             task=TASK,
             library="skrl",
             ml_framework=framework,
             num_envs=NUM_ENVS,
-            max_iterations=ITERATIONS,
+            max_iterations=iterations,
             seed=SEED,
             log_root=str(tmp),
         )

@@ -1,86 +1,128 @@
 """Why rlrun exists: N short trainings as an inline bench in one process against N `rlrun train` processes.
 
-Both sides run the same N requests (one library, one task, N seeds, a short budget): the bench as
+For every library path (the rows of `adapter_overhead.py`: rsl_rl, skrl, skrl on JAX, sb3, rl_games,
+torchrl; `--libraries` picks some), both sides run the same N requests (one task, N seeds): the bench as
 hermetic calls in this warm process (`rlrun bench --executor inline`), the reference as one fresh
-`rlrun train` interpreter per request, one after another, as a shell loop would. Sides alternate over
-`--rounds` rounds; the script prints each round's ratio (processes / inline), the median and the spread,
-and the machine's load. Goal: >= 5x faster in-process.
+`rlrun train` interpreter per request, one after another, as a shell loop would. Each cell has the
+size a bench gives it by default: the run's tuned number of environments and its tuned rollout per
+iteration (no shrinking overrides); a bench has no default budget, so `--iterations` (2) keeps each
+call short. Each side runs once to warm up (the library's imports here, the file cache for the
+processes), then the sides alternate over `--rounds` rounds (see `alternating.py`). Printed per
+library: each round's ratio (processes / inline), the median, the spread, the load and the goal's
+verdict: >= 5x faster in-process.
 
-    python benchmarks/repeated_calls.py [--calls 10] [--rounds 3] [--library sb3] [--task rlrun/CartPole-v1]
+    python benchmarks/repeated_calls.py [--calls 10] [--rounds 3] [--iterations 2] [--libraries sb3 ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import rlrun
+from adapter_overhead import ROWS, missing
+from alternating import Summary, load, order, pair, print_table, timed
 
 GOAL = 5.0
-SHORT = {
-    "rsl_rl": ("agent.num_steps_per_env=8",),
-    "sb3": ("agent.n_steps=8", "agent.batch_size=16"),
-    "skrl": ("agent.agent.rollouts=8", "agent.agent.mini_batches=1"),
-    "rl_games": ("agent.params.config.horizon_length=8", "agent.params.config.minibatch_size=16"),
-}
-TASKS = {"rsl_rl": "rlrun/Pendulum-v1"}
+TASK = "rlrun/CartPole-v1"
+TASKS = {"rsl_rl": "rlrun/CartPoleContinuous-v1"}
+"""A row's task when not `TASK` (RSL-RL acts in Box action spaces only)."""
 
 
-def inline(calls: int, library: str, task: str, root: Path) -> float:
-    start = time.perf_counter()
-    rlrun.bench(
+def library_and_framework(row: str) -> tuple[str, str | None]:
+    """`skrl_jax` -> ("skrl", "jax"); `sb3` -> ("sb3", None), the library's default framework."""
+    library = row.removesuffix("_jax")
+    return library, "jax" if library != row else None
+
+
+def inline(row: str, task: str, calls: int, iterations: int, num_envs: int | None, root: Path) -> None:
+    """The N calls as one inline bench in this process (no report, as the processes write none)."""
+    library, framework = library_and_framework(row)
+    result = rlrun.bench(
         rlrun.BenchRequest(
             tasks=(task,),
-            runs=(library,),
+            runs=(rlrun.BenchRun(library, ml_framework=framework),),
             seeds=tuple(range(calls)),
-            iterations=2,
-            num_envs=4,
-            overrides=SHORT[library],
+            iterations=iterations,
+            num_envs=num_envs,
             out=str(root),
             report=False,
         )
     )
-    return time.perf_counter() - start
+    if result.failed or result.completed != calls:
+        raise RuntimeError(f"the inline bench of {row} completed {result.completed} of {calls} cells")
 
 
-def processes(calls: int, library: str, task: str, root: Path) -> float:
-    start = time.perf_counter()
+def processes(row: str, task: str, calls: int, iterations: int, num_envs: int | None, root: Path) -> None:
+    """The N calls as one fresh `rlrun train` interpreter each, one after another."""
+    library, framework = library_and_framework(row)
     for seed in range(calls):
-        command = [sys.executable, "-m", "rlrun", "train", "--task", task, "--library", library, "--seed",
-                   str(seed), "--max_iterations", "2", "--num_envs", "4", "--log_root", str(root), "--json",
-                   *SHORT[library]]  # fmt: skip
-        subprocess.run(command, check=True, capture_output=True)
-    return time.perf_counter() - start
+        command = [sys.executable, "-m", "rlrun", "train", "--task", task, "--library", library, "--seed", str(seed),
+                   "--max_iterations", str(iterations), "--log_root", str(root), "--json",
+                   *(["--ml_framework", framework] if framework else []),
+                   *(["--num_envs", str(num_envs)] if num_envs is not None else [])]  # fmt: skip
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} exited {completed.returncode}:\n{completed.stderr[-2000:]}")
 
 
-def main() -> None:
+def measure(row: str, task: str, calls: int, rounds: int, iterations: int, num_envs: int | None) -> Summary:
+    """Warm both sides up, then time `rounds` alternating rounds; print each; return the ratios' summary."""
+
+    def side(run: Callable[..., None], count: int) -> Callable[[], float]:
+        def measured() -> float:
+            with tempfile.TemporaryDirectory() as directory:
+                return timed(lambda: run(row, task, count, iterations, num_envs, Path(directory)))
+
+        return measured
+
+    loop, bench = side(processes, calls), side(inline, calls)
+    print(f"{row}: {calls} trainings of {task}, {iterations} it each, envs: {num_envs or 'tuned'}", flush=True)
+    side(inline, 1)()  # warm-up: the library's imports here
+    side(processes, 1)()  # and the file cache, for both sides alike
+    before = load()
+    ratios = []
+    for index in range(rounds):
+        loop_s, bench_s = pair(index, loop, bench)
+        ratios.append(loop_s / bench_s)
+        print(
+            f"  round {index + 1} ({order(index, 'processes', 'inline')}): processes {loop_s:6.2f} s, "
+            f"inline bench {bench_s:6.2f} s, ratio {loop_s / bench_s:5.2f}x",
+            flush=True,
+        )
+    summary = Summary(tuple(ratios), GOAL, before, load())
+    print(f"  {summary.line('x', digits=2)}", flush=True)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--library", default="sb3", choices=sorted(SHORT))
-    parser.add_argument("--task", default=None)
-    args = parser.parse_args()
-    task = args.task or TASKS.get(args.library, "rlrun/CartPole-v1")
-    print(f"{args.calls} short trainings of {args.library} on {task}; load {os.getloadavg()[0]:.2f}")
-    with tempfile.TemporaryDirectory() as directory:
-        inline(1, args.library, task, Path(directory) / "warm-up")  # imports, as a notebook would have paid
-        ratios = []
-        for round_ in range(args.rounds):
-            bench = inline(args.calls, args.library, task, Path(directory) / f"bench{round_}")
-            loop = processes(args.calls, args.library, task, Path(directory) / f"loop{round_}")
-            ratios.append(loop / bench)
-            print(f"round {round_}: processes {loop:6.2f} s, inline bench {bench:6.2f} s, ratio {loop / bench:5.2f}x")
-    print(
-        f"ratio (processes / inline): median {statistics.median(ratios):.2f}x, "
-        f"spread {min(ratios):.2f}-{max(ratios):.2f}x (goal >= {GOAL}x); load {os.getloadavg()[0]:.2f}"
-    )
+    parser.add_argument("--iterations", type=int, default=2, help="each call's budget (a bench has no default)")
+    parser.add_argument("--num_envs", type=int, default=None, help="default: each run's tuned number, as a bench")
+    parser.add_argument("--libraries", nargs="*", default=list(ROWS), choices=ROWS, metavar="ROW")
+    parser.add_argument("--task", default=None, help=f"every row's task (default: {TASK}; rsl_rl: {TASKS['rsl_rl']})")
+    args = parser.parse_args(argv)
+
+    print(f"ratio = {args.calls} `rlrun train` processes / one inline bench of {args.calls} cells (goal >= {GOAL}x)")
+    results: dict[str, Summary | str] = {}
+    for row in args.libraries:
+        reason = missing(row)
+        if reason is not None:
+            print(f"{row}: not measured ({reason})")
+            results[row] = f"not measured ({reason})"
+            continue
+        task = args.task or TASKS.get(row, TASK)
+        results[row] = measure(row, task, args.calls, args.rounds, args.iterations, args.num_envs)
+
+    print_table(results, ROWS, GOAL, "x", digits=2)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Alternating pairs: how the comparison benchmarks time two sides on a shared, noisy machine.
+
+A drifting load (another process starting, a core's clock dropping) hits whichever side runs at that
+moment, so the two sides of a comparison alternate in AB/BA order: pair 0 runs A then B, pair 1 B then
+A, and so on. Each pair gives one ratio, and the scripts report the median of the ratios with their
+spread (min-max) and the load average before and after, never a best-of-N that hides how much the
+figures moved. Used by `adapter_overhead.py` and `repeated_calls.py`.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def timed(run: Callable[[], object]) -> float:
+    """Seconds `run()` takes, after collecting the garbage the previous side left (so no side pays for it)."""
+    gc.collect()
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def pair(index: int, first: Callable[[], float], second: Callable[[], float]) -> tuple[float, float]:
+    """Run pair `index` of two sides, each returning its own duration: `first` leads on even pairs and
+    `second` on odd ones. Returns (first's duration, second's), whichever ran first."""
+    if index % 2 == 0:
+        a = first()
+        b = second()
+    else:
+        b = second()
+        a = first()
+    return a, b
+
+
+def order(index: int, first: str, second: str) -> str:
+    """Which side led pair `index`, as printed next to it."""
+    return f"{first if index % 2 == 0 else second} first"
+
+
+def load() -> float:
+    """The 1-minute load average (what else the machine was running)."""
+    return os.getloadavg()[0]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The ratios of one comparison against its goal (a ratio at least `goal` meets it)."""
+
+    ratios: tuple[float, ...]
+    goal: float
+    load_before: float
+    load_after: float
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.ratios)
+
+    @property
+    def met(self) -> bool:
+        return self.median >= self.goal
+
+    def line(self, unit: str = "", digits: int = 3) -> str:
+        """`median 1.003, spread 0.982-1.031 over 5 pairs, load 1.02 -> 1.10; goal >= 0.98: met`."""
+        low, high = min(self.ratios), max(self.ratios)
+        return (
+            f"median {self.median:.{digits}f}{unit}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
+            f"{len(self.ratios)} pair{'s' * (len(self.ratios) != 1)}, load {self.load_before:.2f} -> "
+            f"{self.load_after:.2f}; goal >= {self.goal}{unit}: {'met' if self.met else 'NOT met'}"
+        )
+
+
+def print_table(
+    results: dict[str, Summary | str], rows: tuple[str, ...], goal: float, unit: str = "", digits: int = 3
+) -> None:
+    """One line per row (its median, spread, load and verdict, or why it was not measured), then whether the
+    goal is met for every row of `rows`: a row not measured is not met."""
+    print(f"\n{'row':<10} {'median':>8} {'spread':>14} {'load':>11}  goal >= {goal}{unit}")
+    for name, result in results.items():
+        if isinstance(result, str):
+            print(f"{name:<10} {result}")
+            continue
+        median = f"{result.median:.{digits}f}{unit}"
+        spread = f"{min(result.ratios):.{digits}f}-{max(result.ratios):.{digits}f}{unit}"
+        loads = f"{result.load_before:.2f}-{result.load_after:.2f}"
+        print(f"{name:<10} {median:>8} {spread:>14} {loads:>11}  {'met' if result.met else 'NOT met'}")
+    measured = [result for name in rows if isinstance(result := results.get(name), Summary)]
+    every = len(measured) == len(rows) and all(result.met for result in measured)
+    unmeasured = "" if len(measured) == len(rows) else f" ({len(measured)} of {len(rows)} rows measured)"
+    print(f"every row ({', '.join(rows)}): {'met' if every else 'NOT met'}{unmeasured}")

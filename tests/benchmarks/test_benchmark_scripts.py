@@ -1,0 +1,113 @@
+"""The comparison benchmarks: alternating pairs, their summary, a row for every library path, and runs end to end.
+
+The scripts print times; these tests never judge them. They check what the figures rest on: the sides
+alternate (AB, BA, ...), the verdict is the median's, a row that was not measured fails the "every
+library" line, `adapter_overhead.py` and `repeated_calls.py` cover every library of rlrun's table (SKRL
+on both frameworks), and (slow) each script runs to its summary at tiny sizes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlrun.libraries import LIBRARIES
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPT_ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games", "torchrl")
+
+
+@pytest.fixture
+def benchmark(monkeypatch):
+    """Import a module of `benchmarks/` (the scripts import each other by name, as `python benchmarks/x.py`)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module
+
+
+def test_pairs_alternate_which_side_runs_first_and_return_each_sides_own_time(benchmark):
+    alternating = benchmark("alternating")
+    ran = []
+
+    def side(name, seconds):
+        return lambda: ran.append(name) or seconds
+
+    times = [alternating.pair(index, side("A", 1.0), side("B", 2.0)) for index in range(4)]
+    assert ran == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert times == [(1.0, 2.0)] * 4
+    assert [alternating.order(index, "A", "B") for index in range(2)] == ["A first", "B first"]
+
+
+def test_summary_judges_the_median_against_the_goal_and_prints_the_spread(benchmark):
+    Summary = benchmark("alternating").Summary
+    summary = Summary((0.90, 1.02, 0.98), goal=0.98, load_before=1.0, load_after=1.5)
+    assert summary.median == 0.98 and summary.met  # the goal's own value meets it
+    line = summary.line()
+    assert "median 0.980" in line and "spread 0.900-1.020 over 3 pairs" in line and "1.00 -> 1.50" in line
+    assert line.endswith("goal >= 0.98: met")
+    assert Summary((6.0, 4.0, 4.5), goal=5.0, load_before=0, load_after=0).line("x", 2).endswith("NOT met")
+
+
+def test_a_row_not_measured_fails_the_every_row_verdict(benchmark, capsys):
+    alternating = benchmark("alternating")
+    met = alternating.Summary((1.1,), goal=0.98, load_before=0, load_after=0)
+    alternating.print_table({"a": met, "b": "not measured (not installed)"}, ("a", "b"), 0.98)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == "every row (a, b): NOT met (1 of 2 rows measured)"
+    alternating.print_table({"a": met, "b": met}, ("a", "b"), 0.98)
+    assert capsys.readouterr().out.splitlines()[-1] == "every row (a, b): met"
+
+
+def test_both_scripts_cover_every_library_of_the_table_and_skrl_on_jax(benchmark):
+    own = {name for name, library in LIBRARIES.items() if library.provider == "rlrun"}
+    assert set(SCRIPT_ROWS) == own | {"skrl_jax"}  # a library added to rlrun's table needs a row in both scripts
+    assert benchmark("adapter_overhead").ROWS == SCRIPT_ROWS
+    assert benchmark("repeated_calls").ROWS == SCRIPT_ROWS
+
+
+@pytest.mark.parametrize("name", SCRIPT_ROWS)
+def test_every_overhead_row_has_its_size_and_takes_the_iterations_the_script_passes(benchmark, name):
+    row = benchmark(f"overhead_{name}")
+    assert row.LABEL and row.NUM_ENVS > 0 and row.ITERATIONS > 0
+    for side in (row.direct, row.through_rlrun):
+        assert list(inspect.signature(side).parameters)[:2] == ["tmp", "iterations"]
+
+
+def test_repeated_calls_runs_skrl_on_jax_as_skrl_with_the_jax_framework(benchmark):
+    repeated_calls = benchmark("repeated_calls")
+    assert repeated_calls.library_and_framework("skrl_jax") == ("skrl", "jax")
+    assert repeated_calls.library_and_framework("sb3") == ("sb3", None)
+
+
+def run_script(*arguments: str) -> str:
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / arguments[0]), *arguments[1:]],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", SCRIPT_ROWS)
+def test_adapter_overhead_runs_each_row_to_its_verdict(name):
+    pytest.importorskip("jax" if name == "skrl_jax" else LIBRARIES[name].import_name)
+    out = run_script("adapter_overhead.py", "--pairs", "1", "--iterations", "1", "--libraries", name)
+    assert "pair 1 (library first): library alone" in out and "over 1 pair," in out
+    assert out.splitlines()[-1].endswith("NOT met (1 of 6 rows measured)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["sb3", "skrl_jax"])
+def test_repeated_calls_runs_a_library_to_its_verdict(name):
+    pytest.importorskip("jax" if name == "skrl_jax" else LIBRARIES[name].import_name)
+    out = run_script("repeated_calls.py", "--calls", "1", "--rounds", "1", "--iterations", "1", "--libraries", name)
+    assert "round 1 (processes first): processes" in out and "over 1 pair," in out
+    assert out.splitlines()[-1].endswith("NOT met (1 of 6 rows measured)")
