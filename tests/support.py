@@ -233,7 +233,7 @@ def _torchrl_options() -> None:
 
 
 MUTATIONS: dict[str, Callable[[], None]] = {
-    # generic guards (rlrun.hermetic.guards); argv in place like skrl's Isaac Lab loader, then rebound like Hydra
+    # generic guards (rlrun.hermetic.*_guards); argv in place like skrl's Isaac Lab loader, then rebound like Hydra
     "sys.argv": lambda: (sys.argv.append("--meddled"), setattr(sys, "argv", ["meddler", "--rebound"])),
     "sys.path": lambda: (sys.path.insert(0, "/meddled"), setattr(sys, "path", [*sys.path, "/rebound"])),
     "sys.meta_path": lambda: sys.meta_path.append(_NoFinder()),
