@@ -150,7 +150,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """The caller's `actions` (as `advance` gets them) in the `[num_envs]` form `dynamics` takes; checks
-        them as `advance` does. Called right after `kernel_constants` in every compiled step."""
+        them as `advance` does."""
         raise NotImplementedError(f"{type(self).__name__} defines no compiled step.")
 
     def kernel_constants(self) -> torch.Tensor:
@@ -184,8 +184,8 @@ class BatchedVectorEnv(VectorEnv, ABC):
 
     def _compiled_step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """`advance` and `observe` of the new state, in one call of the kernel."""
-        constants = self.kernel_constants()  # first: kernel_actions may use what it refreshed
-        obs, reward, terminated = self._kernel.run([self._components, self.kernel_actions(actions), constants])
+        inputs = [self._components, self.kernel_actions(actions), self.kernel_constants()]
+        obs, reward, terminated = self._kernel.run(inputs)
         return obs, reward, terminated
 
     # ------------------------------------------------------------------ the shared plumbing

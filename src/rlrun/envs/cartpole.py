@@ -141,9 +141,8 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         return obs, torch.ones_like(force, dtype=torch.float32), terminated
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """The float64 force `[num_envs]` (discrete actions outside {0, 1} raise, as in `advance`), with the
-        pushes `kernel_constants` has just refreshed."""
-        return self._force(actions, self._k["pushes"])
+        """The float64 force `[num_envs]` (discrete actions outside {0, 1} raise, as in `advance`)."""
+        return self._force(actions, self._constants()["pushes"])
 
     def kernel_constants(self) -> torch.Tensor:
         """gravity, masspole, total_mass, length, polemass_length, tau and the two thresholds."""

@@ -13,10 +13,11 @@ How a kernel comes to be, and what each part costs the caller's process:
   About 20-40 s on two cores. The caller's process imports neither dynamo's compiler nor inductor;
   inductor's caches and temporary files go to a folder beside the cache that the build removes.
 - **Cache:** `$RLRUN_CACHE_DIR/kernels` (default `$XDG_CACHE_HOME/rlrun`, else `~/.cache/rlrun`), one
-  folder per task class and key. The key hashes the source of `dynamics` and of `TaskStep`, torch's and
-  Python's versions, the machine and its CPU flags (the library is compiled for this CPU's vector
-  instructions). A build that fails leaves `FAILED.txt` with the reason: later `auto` envs step eagerly
-  without trying again; delete the file to retry.
+  folder per task class and key. The key hashes the source of the task's classes (its `dynamics` and what
+  feeds it: `kernel_actions`, `kernel_constants`) and of `TaskStep`, torch's and Python's versions, the
+  machine and its CPU flags (the library is compiled for this CPU's vector instructions). A build that
+  fails leaves `FAILED.txt` with the reason: later `auto` envs step eagerly without trying again; delete
+  the file to retry.
 - **Load (every env):** `torch._C._aoti.AOTIModelContainerRunnerCpu`, about 1 ms. It starts no thread
   and writes no file. Loading a shared library cannot be undone in a process: like an import, it stays
   mapped (once per library, however many envs load it).
@@ -108,7 +109,11 @@ def kernel_folder(task_class: type) -> Path:
     """The cache folder of `task_class`'s kernel on this machine, with this torch and this source."""
     parts = (
         str(FORMAT),
-        inspect.getsource(task_class.dynamics),
+        *(
+            inspect.getsource(cls)
+            for cls in task_class.__mro__
+            if cls.__module__.split(".")[0] not in ("builtins", "abc", "typing", "gymnasium")
+        ),
         inspect.getsource(TaskStep),
         torch.__version__,
         sys.version,
