@@ -179,3 +179,34 @@ def test_an_eval_return_objective_is_the_mean_return_rlrun_play_gives_the_trials
         task="rlrun/CartPole-v1", library="sb3", seed=5, overrides=SB3_SMALL, log_root=str(tmp_path / "tune" / "runs")
     )
     assert trial.value == pytest.approx(rlrun.play(evaluation(request, checkpoint, 3)).mean_return)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C itself
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_interrupts_the_running_trial(tmp_path, monkeypatch):
+    """A SIGINT whose `KeyboardInterrupt` lands in a weakref finalizer is printed as "Exception ignored" and
+    dropped by Python; the slow suite once saw a study run to its end through such a Ctrl-C. The tune worker
+    remembers it: the trial is failed as interrupted, the study stops, and the caller's handler comes back."""
+    import os
+    import signal
+    import weakref
+
+    train = rlrun.train
+
+    def train_after_a_dropped_ctrl_c(*args, **kwargs):
+        dropped = type("Dropped", (), {})()
+        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
+        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(rlrun, "train", train_after_a_dropped_ctrl_c)
+    request = tiny_study(tmp_path / "tune")
+    with pytest.raises(KeyboardInterrupt):
+        rlrun.tune(request)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'tune' / 'study.db'}")
+    try:
+        (trial,) = optuna.load_study(study_name="tune", storage=storage).get_trials()
+    finally:
+        storage.remove_session()
+        storage.engine.dispose()
+    assert trial.state == optuna.trial.TrialState.FAIL and "interrupted" in trial.user_attrs["interrupted"]
