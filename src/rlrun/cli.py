@@ -286,11 +286,26 @@ def console() -> NoReturn:
     sys.exit(code)
 
 
+def _interrupt_latch(arguments: list[str]) -> Any:
+    """For the commands that train, `rlrun.api.iterations.LATCH` around the whole call, so that a Ctrl-C that
+    Python drops in a finalizer while the command plans or imports is not lost; the others import nothing."""
+    import contextlib
+
+    if not arguments or arguments[0] not in ("train", "bench", "tune"):
+        return contextlib.nullcontext()
+    from rlrun.api.iterations import LATCH
+
+    return LATCH.installed()
+
+
 def _main(arguments: list[str], stderr: Any) -> int:
     from rlrun.hermetic import hermetic_call
 
     try:
-        with hermetic_call(check_leaks=True if "--check_leaks" in arguments else None, name="rlrun") as call:
+        with (
+            _interrupt_latch(arguments),
+            hermetic_call(check_leaks=True if "--check_leaks" in arguments else None, name="rlrun") as call,
+        ):
             try:
                 args = parse(arguments)
             except SystemExit as exit:  # --help

@@ -119,6 +119,34 @@ def test_a_stopped_training_saves_where_it_stopped_and_plays_and_resumes_from_th
     assert manifest["checkpoints"][-1]["iteration"] == STOP_AT + 2
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C itself
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_while_planning_still_stops_the_training(log_root, monkeypatch):
+    """Python raises a SIGINT's KeyboardInterrupt in whatever code runs, a weakref finalizer included, where it
+    prints "Exception ignored" and drops it. One that lands before the training takes signals itself (planning,
+    the import phase) is remembered, and the training stops at its start instead of running to its end."""
+    import weakref
+
+    from rlrun.api import training
+
+    plan_train = training.plan_train
+
+    def plan_after_a_dropped_ctrl_c(*args, **kwargs):
+        dropped = type("Dropped", (), {})()
+        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
+        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        return plan_train(*args, **kwargs)
+
+    monkeypatch.setattr(training, "plan_train", plan_after_a_dropped_ctrl_c)
+    with pytest.raises(TrainingStopped) as raised:
+        rlrun.train(request("rsl_rl", log_root, max_iterations=1000))
+    assert raised.value.reason == "interrupted"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    (run,) = runs.find_runs(log_root, "rsl_rl", TASK)
+    assert run.manifest["status"] == "interrupted"
+    metrics = run.path / METRICS_FILE
+    assert not metrics.exists() or len(metrics.read_text().splitlines()) <= 2  # a header and at most one row
+
+
 def test_a_second_interrupt_during_the_save_at_the_stop_leaves_a_consistent_run(log_root, monkeypatch):
     """Deterministically what a quick second Ctrl-C can do: the first asks to stop (from the metrics hook),
     the second arrives while the adapter writes its checkpoint at the stop. The write is abandoned, the run

@@ -8,7 +8,7 @@ from typing import Any
 
 from rlrun import configs, runs
 from rlrun.api.call import Video, check_resume_fit, console, session
-from rlrun.api.iterations import IterationClock, OnIteration, signals_held, stop_signals
+from rlrun.api.iterations import LATCH, IterationClock, OnIteration, signals_held, stop_signals
 from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
@@ -30,7 +30,8 @@ def train(
     `on_iteration(row)` is called with each row the run appends to its `metrics.csv`; returning True stops
     the training there, with a checkpoint, and the result's status is `stopped` (a tuner's pruner).
     """
-    with hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
+    # The latch goes around the call: a Ctrl-C that Python drops while planning or importing is not lost.
+    with LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
         return train_in_call(call, request, progress, on_iteration)
 
 

@@ -24,10 +24,8 @@ import contextlib
 import dataclasses
 import math
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -36,7 +34,7 @@ import optuna
 from optuna.trial import TrialState
 
 from rlrun.api.cells import evaluation
-from rlrun.api.iterations import IterationRow
+from rlrun.api.iterations import LATCH, IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.api.search_space import Param
 from rlrun.api.studies import (
@@ -128,51 +126,8 @@ class _Orphaned(Exception):
 def run_worker(worker: TuneWorker) -> list[dict[str, Any]]:
     """One slot's loop (see the module docstring); returns a row per trial it ran. Ctrl-C or SIGTERM fails the
     running trial as interrupted, then propagates."""
-    with quiet_optuna(), _LATCH.installed():
+    with quiet_optuna(), LATCH.installed():
         return _work(worker)
-
-
-class _InterruptLatch:
-    """Ctrl-C outside a training (imports, planning, evaluation, the storage), kept until it is acted on.
-
-    Python raises a signal's `KeyboardInterrupt` in whatever code runs when it arrives, a weakref callback or
-    a finalizer of the garbage collector included, and there it prints "Exception ignored" and drops it: a
-    Ctrl-C during a trial's first imports was lost once and the study ran to its end with exit status 0. While
-    a worker runs, SIGINT still raises `KeyboardInterrupt` at once (as Python's own handler does) and is also
-    remembered; `check` raises it again at the worker's safe points, and the trial's curve stops a training
-    that started after a dropped one. Trainings take SIGINT as a stop request themselves (`stop_signals`).
-    Only Python's default handler is replaced, and only in the main thread; it comes back afterwards.
-    """
-
-    def __init__(self) -> None:
-        self.received = False
-
-    @contextlib.contextmanager
-    def installed(self) -> Any:
-        if (
-            threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-        ):
-            yield
-            return
-        self.received = False
-        signal.signal(signal.SIGINT, self._handler)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            self.received = False
-
-    def _handler(self, number: int, frame: Any) -> None:
-        self.received = True
-        raise KeyboardInterrupt
-
-    def check(self) -> None:
-        if self.received:
-            raise KeyboardInterrupt
-
-
-_LATCH = _InterruptLatch()
 
 
 def _work(worker: TuneWorker) -> list[dict[str, Any]]:
@@ -183,7 +138,7 @@ def _work(worker: TuneWorker) -> list[dict[str, Any]]:
         study = load(worker, storage)
         distributions = {param.key: param.distribution() for param in worker.params}
         while True:
-            _LATCH.check()
+            LATCH.check()
             with storage_lock(worker.lock):
                 reap(study, storage, locked=worker.lock is not None)
                 trials = study.get_trials(deepcopy=False)
@@ -267,7 +222,7 @@ class _Curve:
     def __call__(self, row: IterationRow) -> bool:
         self.rows.append(row)
         self.heartbeat()
-        if _LATCH.received:  # a Ctrl-C that Python dropped before this training took signals itself
+        if LATCH.received:  # a Ctrl-C that Python dropped before this training took signals itself
             return True
         if os.getpid() != self.worker.tune_pid and os.getppid() != self.parent:  # the tune process died
             self.orphaned = True
@@ -322,9 +277,9 @@ def run_trial(
             iterations = worker.iterations or _iterations(request, worker.env_steps)
             if index:
                 curve.next_seed(worker.env_steps or worker.iterations or 0)
-            _LATCH.check()
+            LATCH.check()
             result = rlrun.train(dataclasses.replace(request, max_iterations=iterations), on_iteration=curve)
-            _LATCH.check()  # a Ctrl-C dropped in the training's imports: the curve stopped it, the trial ends here
+            LATCH.check()  # a Ctrl-C dropped in the training's imports: the curve stopped it, the trial ends here
             env_steps += result.env_steps
             run_dirs.append(str(result.run_dir))
             trial.set_user_attr("run_dirs", run_dirs)
@@ -335,7 +290,7 @@ def run_trial(
                 state = TrialState.PRUNED
                 break
             value = curve.final_return() if worker.objective == "final_return" else _evaluate(request, result, worker)
-            _LATCH.check()
+            LATCH.check()
             curve.heartbeat(force=True)
             if value is None or not math.isfinite(value):
                 raise RuntimeError(f"seed {seed}: no episode ended within the budget, so the trial has no return")
