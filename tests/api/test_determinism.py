@@ -24,3 +24,10 @@ def weights(checkpoint):
 @pytest.mark.slow
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
     assert_order_independent(tmp_path, {"library": "rsl_rl", **A}, {"library": "rsl_rl", **B}, weights)
+
+
+@pytest.mark.slow
+def test_a_run_on_the_compiled_env_step_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
+    """The same with `env.kernel=compiled` (rlrun.envs.kernels): loading the kernel changes nothing either."""
+    compiled = {**A, "overrides": ("env.kernel=compiled", *SMALL)}
+    assert_order_independent(tmp_path, {"library": "rsl_rl", **compiled}, {"library": "rsl_rl", **B}, weights)

@@ -13,7 +13,6 @@ import rlrun
 from rlrun.envs import kernels
 from rlrun.envs.cartpole import CartPoleVectorEnv
 from rlrun.errors import InvalidArgument
-from support import assert_order_independent
 
 HERE = Path(__file__).parent
 
@@ -124,37 +123,3 @@ def test_a_training_call_with_the_compiled_step_is_hermetic(tmp_path):
     )
     assert result.iterations == 2
     assert "kernel: auto" in (Path(result.run_dir) / "params" / "env.yaml").read_text()
-
-
-SMALL = ("agent.num_steps_per_env=16", "agent.actor.hidden_dims=[32,32]", "agent.critic.hidden_dims=[32,32]")
-
-
-def weights(checkpoint):
-    state = torch.load(checkpoint, weights_only=True)
-    return {
-        f"{part}.{key}": value
-        for part in ("actor_state_dict", "critic_state_dict")
-        for key, value in state[part].items()
-    }
-
-
-@pytest.mark.slow
-def test_a_compiled_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
-    compiled = ("env.kernel=compiled", *SMALL)
-    a = {
-        "library": "rsl_rl",
-        "task": "rlrun/CartPoleContinuous-v1",
-        "seed": 1,
-        "num_envs": 64,
-        "max_iterations": 6,
-        "overrides": compiled,
-    }
-    b = {
-        "library": "rsl_rl",
-        "task": "rlrun/Pendulum-v1",
-        "seed": 2,
-        "num_envs": 32,
-        "max_iterations": 4,
-        "overrides": SMALL,
-    }
-    assert_order_independent(tmp_path, a, b, weights)
