@@ -73,6 +73,21 @@ def test_ended_envs_restart_in_the_same_step_and_report_their_final_observation(
     assert env.steps.tolist() == [0, 0, 3, 3]
 
 
+def test_ended_envs_lists_the_envs_that_ended_in_the_last_step_on_the_cpu():
+    env = walk(4, True, max_episode_steps=3)
+    env.reset(seed=0)
+    assert env.ended_envs.tolist() == []
+    forward = torch.tensor([[1.5], [0.0], [1.5], [0.0]])
+    seen = []
+    for _ in range(3):
+        _, _, terminated, truncated, _ = env.step(forward)
+        seen.append(env.ended_envs.tolist())
+        assert seen[-1] == torch.nonzero(terminated | truncated)[:, 0].tolist()
+    assert seen == [[], [0, 2], [1, 3]]  # envs 0 and 2 pass x = 3 on the 2nd step; 1 and 3 reach the limit
+    with pytest.raises(AttributeError, match="CPU only"):
+        _ = walk(2, False).ended_envs
+
+
 @RESTARTS
 def test_the_time_limit_truncates_and_may_coincide_with_termination(draw_for_ended_only):
     env = walk(3, draw_for_ended_only, max_episode_steps=3)

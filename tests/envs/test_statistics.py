@@ -9,6 +9,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rlrun.envs import EpisodeStatistics, make_env
+from rlrun.envs.batched import BatchedVectorEnv
 
 
 class ScriptedEnv(VectorEnv):
@@ -83,6 +84,57 @@ def test_matches_a_per_env_python_count_on_cartpole():
     assert env.env_steps == 300 * 16
     assert env.device == torch.device("cpu")
     assert env.num_envs == 16
+
+
+class SteppedItsOwnWay(BatchedVectorEnv):
+    """A native task that overrides `step` (and so may not keep `ended_envs`): the wrapper must search itself."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.num_envs, self.device = inner.num_envs, inner.device
+        self.observation_space, self.action_space = inner.observation_space, inner.action_space
+        self.single_observation_space, self.single_action_space = (
+            inner.single_observation_space,
+            inner.single_action_space,
+        )
+
+    state_size = initial_state = advance = observe = None
+
+    def reset(self, *, seed=None, options=None):
+        return self.inner.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        return self.inner.step(actions)
+
+
+@pytest.mark.parametrize("reads", [1, 7], ids=["read-once", "read-while-stepping"])
+@pytest.mark.parametrize("own_step", [False, True], ids=["ended_envs", "searched"])
+def test_long_runs_match_a_per_env_python_count_however_often_they_are_read(reads, own_step):
+    inner = make_env("rlrun/CartPole-v1", 5)
+    env = EpisodeStatistics(SteppedItsOwnWay(inner) if own_step else inner)
+    assert (env._native is None) == own_step
+    env.reset(seed=3)
+    returns, lengths = [0.0] * 5, [0] * 5
+    expected_returns, expected_lengths = [], []
+    steps_with_ends = 0
+    actions_rng = torch.Generator().manual_seed(1)
+    for step in range(1, 1401):
+        _, reward, terminated, truncated, _ = env.step(torch.randint(0, 2, (5,), generator=actions_rng))
+        for i in range(5):
+            returns[i] += float(reward[i])
+            lengths[i] += 1
+            if terminated[i] or truncated[i]:
+                expected_returns.append(returns[i])
+                expected_lengths.append(lengths[i])
+                returns[i], lengths[i] = 0.0, 0
+        steps_with_ends += bool((terminated | truncated).any())
+        if step % (1400 // reads) == 0:
+            assert env.episodes == len(expected_returns)
+            assert env.mean_return(last=3) == pytest.approx(sum(expected_returns[-3:]) / 3)
+            assert env.mean_length(last=10**6) == pytest.approx(sum(expected_lengths) / len(expected_lengths))
+    assert steps_with_ends > 256  # more pieces than the log keeps apart: they also settled on their own
+    assert env.episode_returns == expected_returns
+    assert env.episode_lengths == expected_lengths
 
 
 def test_pendulum_episodes_last_200_steps_through_the_gymnasium_adapter():

@@ -109,6 +109,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self._components = torch.zeros(self.state_size, num_envs, dtype=self.state_dtype, device=self.device)
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         self._kernel = self._load_kernel(kernel)
+        self._ended = np.empty(0, dtype=np.int64)
 
     # ------------------------------------------------------------------ what a task implements
 
@@ -203,6 +204,15 @@ class BatchedVectorEnv(VectorEnv, ABC):
         return self._steps
 
     @property
+    def ended_envs(self) -> np.ndarray:
+        """On the CPU, the indices of the envs whose episode ended in the last step, ascending (a NumPy array the
+        env does not write again; empty before the first step). `EpisodeStatistics` reads it rather than search
+        `terminated | truncated` a second time. Not kept on accelerators (finding them would wait for the device)."""
+        if not self._draw_for_ended_only:
+            raise AttributeError(f"ended_envs is kept on the CPU only, not on {self.device}.")
+        return self._ended
+
+    @property
     def state(self) -> torch.Tensor:
         """Physics state `[num_envs, state_size]`: a view of `components` (writes go through)."""
         return self.components.T
@@ -259,7 +269,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         truncated = np.greater(steps, self.max_episode_steps - 1)
         done = np.logical_or(terminated.numpy(), truncated)
         obs = final_obs.clone()
-        ended = np.flatnonzero(done)
+        self._ended = ended = np.flatnonzero(done)
         if ended.size:
             index = torch.from_numpy(ended)
             fresh = self.initial_state(len(ended), None)

@@ -13,33 +13,49 @@ import numpy as np
 import torch
 from gymnasium.vector import VectorEnv, VectorWrapper
 
+from rlrun.envs.batched import BatchedVectorEnv
+
 
 class _Log:
-    """A growing NumPy array (capacity doubles): appending a step's ended episodes copies their values once,
-    with no Python number made per episode."""
+    """The values of finished episodes. A step's values are kept as the array it appended (a list append, about
+    0.1 us, where copying them into a growing array cost 2 us a step), and moved into one growing array (capacity
+    doubles) when read or when 256 of them have piled up: no Python number is made per episode, and each value
+    is copied once more at most."""
 
     def __init__(self, dtype: Any) -> None:
         self._data = np.empty(256, dtype=dtype)
         self._size = 0
+        self._pieces: list[np.ndarray] = []
+        self._pending = 0
 
     def append(self, values: np.ndarray) -> None:
-        end = self._size + len(values)
-        if end > len(self._data):
-            grown = np.empty(max(end, 2 * len(self._data)), dtype=self._data.dtype)
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
-        self._data[self._size : end] = values
-        self._size = end
+        """Keep `values`, an array that nothing writes again (a fancy-indexed copy)."""
+        self._pieces.append(values)
+        self._pending += len(values)
+        if len(self._pieces) >= 256:
+            self._settle()
+
+    def _settle(self) -> np.ndarray:
+        if self._pieces:
+            end = self._size + self._pending
+            if end > len(self._data):
+                grown = np.empty(max(end, 2 * len(self._data)), dtype=self._data.dtype)
+                grown[: self._size] = self._data[: self._size]
+                self._data = grown
+            np.concatenate(self._pieces, out=self._data[self._size : end])
+            self._pieces.clear()
+            self._size, self._pending = end, 0
+        return self._data[: self._size]
 
     def __len__(self) -> int:
-        return self._size
+        return self._size + self._pending
 
     def tail(self, count: int) -> list[Any]:
         """The last `count` values (fewer when there are fewer), oldest first, as Python numbers."""
-        return self._data[max(0, self._size - count) : self._size].tolist()
+        return self._settle()[-count:].tolist()
 
     def tolist(self) -> list[Any]:
-        return self._data[: self._size].tolist()
+        return self._settle().tolist()
 
 
 class EpisodeStatistics(VectorWrapper):
@@ -64,8 +80,15 @@ class EpisodeStatistics(VectorWrapper):
         self._returns = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
         self._lengths = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self._done = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        cpu = self._returns.device.type == "cpu"
-        self._views = (self._returns.numpy(), self._lengths.numpy(), self._done.numpy()) if cpu else None
+        self._clock = 0
+        self._views = None
+        self._native = None
+        if self._returns.device.type == "cpu":
+            # NumPy views of the same memory (a third of torch's dispatch cost). `_lengths` holds the step
+            # (`_clock`) at which each env's episode started: a length is one subtraction when it ends.
+            self._views = (self._returns.numpy(), self._lengths.numpy(), self._done.numpy())
+            if isinstance(env, BatchedVectorEnv) and type(env).step is BatchedVectorEnv.step:
+                self._native = env  # it has found the ended envs already: no second search
 
     @property
     def episodes(self) -> int:
@@ -97,7 +120,7 @@ class EpisodeStatistics(VectorWrapper):
         """Reset the env and drop the episodes in progress (finished ones are kept)."""
         obs, info = self.env.reset(seed=seed, options=options)
         self._returns.zero_()
-        self._lengths.zero_()
+        self._lengths.fill_(self._clock)
         return obs, info
 
     def step(
@@ -106,17 +129,19 @@ class EpisodeStatistics(VectorWrapper):
         """Step the env, update the running statistics, record finished episodes, call `on_step`."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.env_steps += self._num_envs
-        if self._views is not None:  # on the CPU, NumPy views of the same memory: a third of torch's dispatch cost
-            returns, lengths, done = self._views
+        if self._views is not None:  # on the CPU
+            self._clock += 1
+            returns, starts, done = self._views
             np.add(returns, reward.numpy(), out=returns)
-            np.add(lengths, 1, out=lengths)
-            np.logical_or(terminated.numpy(), truncated.numpy(), out=done)
-            ended = np.flatnonzero(done)  # in env-index order
-            if ended.size:
+            if self._native is not None:
+                ended = self._native.ended_envs
+            else:
+                ended = np.logical_or(terminated.numpy(), truncated.numpy(), out=done).nonzero()[0]  # index order
+            if len(ended):
                 self._episode_returns.append(returns[ended])
-                self._episode_lengths.append(lengths[ended])
+                self._episode_lengths.append(self._clock - starts[ended])
                 returns[ended] = 0.0
-                lengths[ended] = 0
+                starts[ended] = self._clock
         else:
             returns, lengths, done = self._returns, self._lengths, self._done
             returns.add_(reward)
