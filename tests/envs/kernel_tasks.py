@@ -13,3 +13,13 @@ class UnexportableCartPole(CartPoleVectorEnv):
         if bool(components[0].sum() > 0):  # data-dependent control flow
             force = -force
         return CartPoleVectorEnv.dynamics(components, force, k)
+
+
+class InPlaceCartPole(CartPoleVectorEnv):
+    """A cart-pole whose `dynamics` also writes the next state into its input: the build's check refuses it."""
+
+    @staticmethod
+    def dynamics(components, force, k):
+        obs, reward, terminated, state = CartPoleVectorEnv.dynamics(components, force, k)
+        components.copy_(state)
+        return obs, reward, terminated, state

@@ -31,10 +31,15 @@ def test_compiled_and_eager_steps_agree_and_a_constant_changed_later_takes_effec
     generator = torch.Generator().manual_seed(0)
     for env in (eager, compiled):
         env.reset(seed=3)
+    components = compiled.components
     for step in range(300):
         if step == 150:
             for env in (eager, compiled):
                 env.force_mag, env.tau = 5.0, 0.01
+        if step == 200:  # a state written between steps is the one the kernel steps from
+            moved = eager.state.clone()
+            moved[:, 1] += 0.5
+            eager.state = compiled.state = moved
         if continuous:
             actions = torch.rand(1500, 1, generator=generator) * 3 - 1.5
         else:
@@ -47,6 +52,19 @@ def test_compiled_and_eager_steps_agree_and_a_constant_changed_later_takes_effec
             assert torch.equal(a, b)
         assert torch.equal(eager.steps, compiled.steps)
         torch.testing.assert_close(eager.components, compiled.components, rtol=0, atol=1e-9)
+    assert compiled.components is components  # the same tensor throughout, its memory the kernel's latest
+
+
+@pytest.mark.slow
+def test_a_kernel_that_writes_its_input_state_is_refused_when_it_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv(kernels.CACHE_VARIABLE, str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), *sys.path]))
+    from kernel_tasks import InPlaceCartPole
+
+    with pytest.raises(InvalidArgument, match="kernel='compiled'"):
+        InPlaceCartPole(8, kernel="compiled")
+    reason = (kernels.kernel_folder(InPlaceCartPole) / kernels.FAILED).read_text()
+    assert "wrote its input state" in reason
 
 
 def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too():

@@ -74,7 +74,8 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         self.painter = GymnasiumPainter(CartPoleEnv)
         self._constants_of: tuple[float, ...] = ()  # the attribute values `_k` holds
         self._k: dict[str, torch.Tensor] = {}
-        # Views of the state's rows and work buffers: made once, written in place every step.
+        # Views of the state's rows and work buffers: made once, written in place by every eager step (a
+        # compiled step gives `components` new memory each step; these views serve `advance` only).
         self._theta, self._theta_dot = self.components[2:]
         self._positions, self._velocities = self.components[0::2], self.components[1::2]  # (x, theta), their rates
         vector = torch.empty(num_envs, dtype=torch.float64, device=self.device)
@@ -122,9 +123,10 @@ class CartPoleVectorEnv(BatchedVectorEnv):
     @staticmethod
     def dynamics(
         components: torch.Tensor, force: torch.Tensor, k: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`advance` and `observe` as one pure function, for the compiled step: Gymnasium's expressions in
-        Gymnasium's order. `force` is `kernel_actions`' float64 `[n]`, `k` is `kernel_constants`."""
+        Gymnasium's order. `force` is `kernel_actions`' float64 `[n]`, `k` is `kernel_constants`; returns
+        observation, reward, terminated and the next state."""
         gravity, masspole, total_mass, length, polemass_length, tau, x_threshold, theta_threshold = k.unbind()
         x, x_dot, theta, theta_dot = components.unbind()
         costheta = torch.cos(theta)
@@ -135,10 +137,9 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         )
         xacc = temp - polemass_length * thetaacc * costheta / total_mass
         rows = (x + tau * x_dot, x_dot + tau * xacc, theta + tau * theta_dot, theta_dot + tau * thetaacc)
-        components.copy_(torch.stack(rows))  # one copy_: per-row copies made inductor fix num_envs at 64
         terminated = (rows[0].abs() > x_threshold) | (rows[2].abs() > theta_threshold)
         obs = torch.stack([row.to(torch.float32) for row in rows], dim=1)
-        return obs, torch.ones_like(force, dtype=torch.float32), terminated
+        return obs, torch.ones_like(force, dtype=torch.float32), terminated, torch.stack(rows)
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """The float64 force `[num_envs]` (discrete actions outside {0, 1} raise, as in `advance`)."""
