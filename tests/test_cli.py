@@ -186,6 +186,23 @@ def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):
     assert "HalfCheetah-v5" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv", [["train", "--help"], ["bench", "-h"], ["list"]], ids=["train", "bench", "list"])
+def test_flag_help_is_read_from_source_only_when_help_is_asked_for(argv, capsys, monkeypatch):
+    import rlrun.cli
+
+    reads = []
+    monkeypatch.setattr(
+        rlrun.cli,
+        "field_docs",
+        lambda request: reads.append(request) or dict.fromkeys(("seed", "seeds"), "SEED-DOC-TEXT"),
+    )
+    assert rlrun.main(argv) == 0
+    out = capsys.readouterr().out
+    asked = argv[-1] in ("-h", "--help")
+    assert bool(reads) == asked
+    assert ("SEED-DOC-TEXT" in out) == asked
+
+
 def test_a_checkpoint_of_another_library_is_named(capsys, trained, tmp_path):
     root, checkpoint = trained
     others = [name for name, library in LIBRARIES.items() if name != "rsl_rl" and library.installed]

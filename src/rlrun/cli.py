@@ -99,7 +99,9 @@ COMMAND_HELP = {
 }
 
 
-def _request_flags(parser: argparse.ArgumentParser, request: type, *, given_only: bool = False) -> None:
+def _request_flags(
+    parser: argparse.ArgumentParser, request: type, *, given_only: bool = False, help_texts: bool = True
+) -> None:
     """One flag per field of the request dataclass: its name, type, default and docstring (see `rlrun.api.requests`).
 
     With `given_only`, a flag the user does not give leaves no attribute (the bench's flags override a spec
@@ -108,7 +110,7 @@ def _request_flags(parser: argparse.ArgumentParser, request: type, *, given_only
     import dataclasses
     import typing
 
-    docs = field_docs(request)
+    docs = field_docs(request) if help_texts else {}
     hints = typing.get_type_hints(request)
     for item in dataclasses.fields(request):
         meta = item.metadata
@@ -144,8 +146,11 @@ def _request_flags(parser: argparse.ArgumentParser, request: type, *, given_only
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line, generated from the request dataclasses; `rlrun <command> --help` shows each."""
+def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
+    """The whole command line, generated from the request dataclasses; `rlrun <command> --help` shows each.
+
+    The flags' help texts are the fields' docstrings, read from the source (about 50 ms); `help_texts=False`
+    leaves them out for a command line that asks for no help (see `parse`)."""
     parser = _Parser(
         prog="rlrun",
         description="Train, play and compare RL agents with RSL-RL and other libraries, hermetically.",
@@ -167,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
             epilog=EXAMPLES,
             formatter_class=_HelpFormatter,
         )
-        _request_flags(sub, request)
+        _request_flags(sub, request, help_texts=help_texts)
         for flag, text in CLI_ONLY_FLAGS:
             sub.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
 
@@ -183,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "every cell.",
         epilog=BENCH_EXAMPLES,
         spec_help="a YAML bench spec (optional)",
+        help_texts=help_texts,
     )
     from rlrun.api.tune import TuneRequest
 
@@ -196,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
         "overrides of every trial. Running the same command again resumes the study.",
         epilog=TUNE_EXAMPLES,
         spec_help="a YAML tune spec",
+        help_texts=help_texts,
     )
     report = commands.add_parser(
         "report",
@@ -213,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(arguments: Sequence[str]) -> argparse.Namespace:
     """Parse a command line; trailing `key=value` words become `args.overrides`."""
-    parser = build_parser()
+    # Help texts only when help may be printed: `-h`, `--help` or an abbreviation argparse accepts (`--he`).
+    asks_for_help = any(word == "-h" or (len(word) > 2 and "--help".startswith(word)) for word in arguments)
+    parser = build_parser(help_texts=asks_for_help)
     args, extras = parser.parse_known_args(arguments)
     args.overrides = [word for word in extras if "=" in word and not word.startswith("-")]
     if getattr(args, "spec", None) is not None and args.spec.startswith(("agent.", "env.")) and "=" in args.spec:
@@ -255,14 +264,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _spec_command(
-    commands: Any, name: str, request: type, *, help: str, description: str, epilog: str, spec_help: str
+    commands: Any,
+    name: str,
+    request: type,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+    spec_help: str,
+    help_texts: bool,
 ) -> None:
     """A command that takes a YAML spec and the request's flags, which override it (`bench`, `tune`)."""
     parser = commands.add_parser(
         name, help=help, description=description, epilog=epilog, formatter_class=_HelpFormatter
     )
     parser.add_argument("spec", nargs="?", default=None, help=spec_help)
-    _request_flags(parser, request, given_only=True)
+    _request_flags(parser, request, given_only=True, help_texts=help_texts)
     for flag, text in CLI_ONLY_FLAGS:
         parser.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
 
