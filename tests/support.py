@@ -190,6 +190,23 @@ def _jax_config_values() -> None:
     config.update("jax_traceback_filtering", "off" if config.values["jax_traceback_filtering"] != "off" else "auto")
 
 
+def _jax_compilation_cache() -> None:
+    compilation_cache = sys.modules["jax._src.compilation_cache"]
+
+    class MemoryCache(compilation_cache.CacheInterface):  # a cache of a library's own, opened in the process
+        def __init__(self) -> None:
+            self._path, self.entries = Path("memory"), {}
+
+        def get(self, key: str) -> bytes | None:
+            return self.entries.get(key)
+
+        def put(self, key: str, value: bytes) -> None:
+            self.entries[key] = value
+
+    with compilation_cache._cache_initialized_mutex:
+        compilation_cache._cache, compilation_cache._cache_initialized = MemoryCache(), True
+
+
 def _rl_games_registries() -> None:
     from rl_games.algos_torch import model_builder
     from rl_games.common import env_configurations, vecenv
@@ -280,6 +297,7 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "skrl.config.jax": _skrl_config_jax,
     "skrl.config.warp": _skrl_config_warp,
     "jax.config values": _jax_config_values,
+    "jax compilation cache": _jax_compilation_cache,
     "rl_games registries": _rl_games_registries,
     "tensordict interaction type": _tensordict_interaction_type,
     "tensordict options": _tensordict_options,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import collections
 import importlib
 import json
 import logging
@@ -27,6 +28,7 @@ from rlrun.libraries import rsl_rl
 from rlrun.libraries import skrl as adapter
 from rlrun.libraries.skrl_checkpoints import checkpoint_framework
 from rlrun.libraries.skrl_env import jax_device
+from support import MUTATIONS as SUPPORT_MUTATIONS
 from support import assert_order_independent
 
 CARTPOLE = "rlrun/CartPole-v1"
@@ -92,6 +94,21 @@ B = {"task": PENDULUM, "seed": 2, "num_envs": 8, "max_iterations": 3}
 def test_a_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path):
     spec = {"library": "skrl", "overrides": SMALL}
     assert_order_independent(tmp_path, {**spec, **A}, {**spec, **B}, weights)
+
+
+def jax_weights(checkpoint):
+    """Each module's serialized state (flax msgpack) in a JAX checkpoint, as bytes to compare bit for bit."""
+    modules = pickle.loads(checkpoint.read_bytes())
+    return {name: torch.frombuffer(bytearray(blob), dtype=torch.uint8) for name, blob in modules.items()}
+
+
+@pytest.mark.slow
+def test_a_jax_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path, monkeypatch):
+    """On JAX too: the first run compiles SKRL's executables into an empty cache, the others load them."""
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "cache"))  # the fresh process inherits it
+    spec = {"library": "skrl", "ml_framework": "jax", "overrides": SMALL}
+    a, b = {**spec, **A, "max_iterations": 2}, {**spec, **B, "max_iterations": 1}
+    assert_order_independent(tmp_path, a, b, jax_weights)
 
 
 @pytest.mark.slow
@@ -274,6 +291,81 @@ def test_jax_cannot_use_a_device_it_does_not_have():
         jax_device("cuda:7")
 
 
+# --- JAX's persistent compilation cache ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def jax_cache_events():
+    """JAX's monitoring events during the test, counted by name (`/jax/compilation_cache/cache_hits`, ...)."""
+    import jax.monitoring
+
+    events = collections.Counter()
+
+    def count(event, **kwargs):
+        events[event] += 1
+
+    jax.monitoring.register_event_listener(count)
+    yield events
+    jax.monitoring.unregister_event_listener(count)
+
+
+HITS, WRITES = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
+"""JAX's events for an executable loaded from the persistent cache and for one compiled and written to it."""
+
+
+def test_jax_calls_compile_into_rlruns_cache_folder_and_a_second_call_loads_from_it(
+    log_root, tmp_path, monkeypatch, jax_cache_events
+):
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "cache"))
+    train(log_root, ml_framework="jax", max_iterations=1)
+    written = jax_cache_events[WRITES]
+    files = [path for path in (tmp_path / "cache").rglob("*") if path.is_file()]
+    assert written > 0 and len(files) >= written
+    assert all(path.parent == tmp_path / "cache" / "jax" for path in files)
+
+    jax_cache_events.clear()
+    train(log_root, ml_framework="jax", max_iterations=1, seed=2)  # SKRL jits the same programs for a new agent
+    assert jax_cache_events[HITS] > 0 and jax_cache_events[WRITES] == 0, dict(jax_cache_events)
+
+
+def test_a_callers_own_jax_cache_comes_back_after_a_jax_call_with_its_objects(log_root, tmp_path, monkeypatch):
+    import jax
+    from jax._src import compilation_cache
+
+    from rlrun.libraries.skrl_jax_cache import GLOBALS
+
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "rlrun"))
+    initialise_jax()
+    before = census.snapshot()
+    with hermetic_call(check_leaks=True) as outer, outer.guarded():  # the caller's own settings, undone at the end
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path / "caller"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.jit(lambda x: x * 3 + 1)(np.arange(3.0))  # opens the caller's cache and writes to it
+        opened = {name: getattr(compilation_cache, name) for name in GLOBALS}
+        config = jax.config.values
+        assert opened["_cache"] is not None and opened["_cache_initialized"]
+
+        train(log_root, ml_framework="jax", max_iterations=1)
+        assert {name: getattr(compilation_cache, name) for name in GLOBALS} == opened
+        assert compilation_cache._cache is opened["_cache"]
+        assert jax.config.values == config
+        assert list((tmp_path / "rlrun" / "jax").iterdir())
+        assert len(list((tmp_path / "caller").iterdir())) == 1  # the call wrote to rlrun's folder only
+        jax.jit(lambda x: x * 5 - 1)(np.arange(3.0))
+        assert len(list((tmp_path / "caller").iterdir())) == 2  # and the caller's cache works after it
+    assert census.compare(before, census.snapshot()) == []
+
+
+def test_a_caller_who_switched_jax_caching_off_gets_no_cache(log_root, tmp_path, monkeypatch):
+    import jax
+
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "rlrun"))
+    with hermetic_call(check_leaks=True) as outer, outer.guarded():
+        jax.config.update("jax_enable_compilation_cache", False)
+        train(log_root, ml_framework="jax", max_iterations=1)
+    assert not (tmp_path / "rlrun" / "jax").exists()
+
+
 # --- guards -------------------------------------------------------------------------------------------------
 
 
@@ -312,6 +404,7 @@ MUTATIONS = {
     "skrl.config.jax": _skrl_config_jax,
     "skrl.config.warp": _skrl_config_warp,
     "jax.config values": _jax_config_values,
+    "jax compilation cache": SUPPORT_MUTATIONS["jax compilation cache"],
 }
 
 

@@ -18,7 +18,10 @@ cuDNN `benchmark`/`deterministic` and reseeds `random`, NumPy and torch (restore
 guards), and writes the PRNG keys of `skrl.config.torch/jax/warp`; the JAX path also sets
 `skrl.config.jax.device`. Every attribute of those three objects is guarded here (read with `vars()`,
 so no property imports jax), and so are JAX's config values. SKRL never closes its TensorBoard
-writer, and tqdm (its progress bar) starts a monitor thread: both are closed in `finally`.
+writer, and tqdm (its progress bar) starts a monitor thread: both are closed in `finally`. A JAX call
+compiles through JAX's persistent compilation cache in rlrun's cache folder, so that calls after the first
+on a machine load SKRL's executables instead of compiling them (`rlrun.libraries.skrl_jax_cache`, which
+also guards the cache's globals).
 
 Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read before SKRL's loader sees them) are
 `rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s.
@@ -37,6 +40,7 @@ from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
 from rlrun.libraries.skrl_checkpoints import CheckpointWriter, check_framework_of, load_checkpoint
 from rlrun.libraries.skrl_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
 from rlrun.libraries.skrl_env import wrap_env
+from rlrun.libraries.skrl_jax_cache import use_persistent_cache
 
 IMPORTS = {
     "torch": (
@@ -251,6 +255,8 @@ def train(job: TrainJob) -> TrainOutcome:
 
     per_iteration = timesteps_per_iteration(job.config)
     timesteps = job.max_iterations * per_iteration
+    if job.ml_framework == "jax":
+        use_persistent_cache()  # SKRL's executables, compiled again by every call, come from the disk
     env = wrap_env(job.env, job.ml_framework, job.device, job.seed)
     config = runner_config(
         job.config, seed=job.seed, timesteps=timesteps, run_dir=job.run_dir, action_space=env.action_space
@@ -299,6 +305,8 @@ def _agent(job: PlayJob) -> tuple[Any, Any]:
     """The agent rebuilt by SKRL's `Runner` (no writer, no checkpoints), checkpoint loaded, in eval mode,
     and SKRL's view of the env."""
     check_framework_of(job.checkpoint, job.ml_framework)
+    if job.ml_framework == "jax":
+        use_persistent_cache()
     env = wrap_env(job.env, job.ml_framework, job.device, None)
     config = runner_config(
         job.config,
