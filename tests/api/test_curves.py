@@ -88,3 +88,39 @@ def test_train_ends_by_naming_the_run_and_the_command_that_shows_its_curves(log_
     last = capsys.readouterr().out.strip().splitlines()[-1]
     (run_dir,) = (log_root / "rsl_rl" / "rlrun_Pendulum-v1").iterdir()
     assert last == f"curves: tensorboard --logdir logs/rsl_rl  (this run: rlrun_Pendulum-v1/{run_dir.name})"
+
+
+def test_a_running_curve_is_flushed_at_once_then_at_most_every_second(tmp_path, monkeypatch):
+    """The first point reaches the file at once, later ones within FLUSH_INTERVAL_S: a killed run keeps its
+    curve up to the last second, and a short iteration does not wait for the writer's thread every time."""
+    from rlrun.api import curves as module
+    from rlrun.api.iterations import IterationRow
+
+    now = [100.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+
+    def row(steps):
+        return IterationRow(
+            iteration=steps,
+            env_steps=steps,
+            wall_s=1.0,
+            steps_per_s=1.0,
+            mean_return=float(steps),
+            mean_length=1.0,
+            episodes=1,
+        )
+
+    writer = module.Curves()
+    writer.open(tmp_path)
+    try:
+        writer.add(row(1))
+        assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1]
+        now[0] += module.FLUSH_INTERVAL_S / 2
+        writer.add(row(2))
+        now[0] += module.FLUSH_INTERVAL_S / 2
+        writer.add(row(3))
+        assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1, 2, 3]
+        writer.add(row(4))
+    finally:
+        writer.close()
+    assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1, 2, 3, 4]

@@ -17,45 +17,51 @@ from rlrun.envs.batched import BatchedVectorEnv
 
 
 class _Log:
-    """The values of finished episodes. A step's values are kept as the array it appended (a list append, about
-    0.1 us, where copying them into a growing array cost 2 us a step), and moved into one growing array (capacity
-    doubles) when read or when 256 of them have piled up: no Python number is made per episode, and each value
-    is copied once more at most."""
+    """The values of finished episodes, kept as NumPy arrays: no Python number is made per episode.
+
+    A step's values are kept as the array it appended (a list append, about 0.1 us; copying them into one
+    growing array cost 2 us a step, and its doublings page-faulted in fresh memory at every size). Every 256
+    of them are joined into one chunk; reads take the newest pieces for a `tail` and join everything only for
+    the whole list.
+    """
+
+    JOIN = 256
+    """Pieces joined into one chunk at a time."""
 
     def __init__(self, dtype: Any) -> None:
-        self._data = np.empty(256, dtype=dtype)
-        self._size = 0
+        self._dtype = dtype
+        self._chunks: list[np.ndarray] = []
         self._pieces: list[np.ndarray] = []
-        self._pending = 0
+        self._size = 0
 
     def append(self, values: np.ndarray) -> None:
         """Keep `values`, an array that nothing writes again (a fancy-indexed copy)."""
         self._pieces.append(values)
-        self._pending += len(values)
-        if len(self._pieces) >= 256:
-            self._settle()
-
-    def _settle(self) -> np.ndarray:
-        if self._pieces:
-            end = self._size + self._pending
-            if end > len(self._data):
-                grown = np.empty(max(end, 2 * len(self._data)), dtype=self._data.dtype)
-                grown[: self._size] = self._data[: self._size]
-                self._data = grown
-            np.concatenate(self._pieces, out=self._data[self._size : end])
+        self._size += len(values)
+        if len(self._pieces) >= self.JOIN:
+            self._chunks.append(np.concatenate(self._pieces))
             self._pieces.clear()
-            self._size, self._pending = end, 0
-        return self._data[: self._size]
 
     def __len__(self) -> int:
-        return self._size + self._pending
+        return self._size
 
     def tail(self, count: int) -> list[Any]:
         """The last `count` values (fewer when there are fewer), oldest first, as Python numbers."""
-        return self._settle()[-count:].tolist()
+        newest: list[np.ndarray] = []
+        found = 0
+        for array in (*reversed(self._pieces), *reversed(self._chunks)):
+            if found >= count:
+                break
+            newest.append(array)
+            found += len(array)
+        if not newest:
+            return []
+        return np.concatenate(newest[::-1])[-count:].tolist()
 
     def tolist(self) -> list[Any]:
-        return self._settle().tolist()
+        if not self._size:
+            return []
+        return np.concatenate([*self._chunks, *self._pieces]).tolist()
 
 
 class EpisodeStatistics(VectorWrapper):
