@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -152,6 +153,93 @@ def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_j
     assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
     with pytest.raises(CheckpointNotFound):
         runs.resolve_checkpoint("latest", log_root=tmp_path / "logs", library="lib", task="t")
+
+
+# --- a training's record: batches committed in the background ---------------------------------------------
+
+
+def background_record(tmp_path: Path) -> runs.RunRecord:
+    return runs.RunRecord.create(
+        tmp_path / "logs", "lib", "exp", None, {"library": "lib", "task": "t"}, {}, background=True
+    )
+
+
+def commit_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "rlrun-commit"]
+
+
+def test_in_the_background_a_save_returns_before_the_disk_confirms_and_settle_lists_it(tmp_path, monkeypatch):
+    record = background_record(tmp_path)
+    release = threading.Event()
+    fsync = os.fsync
+
+    def held_fsync(descriptor: int) -> None:
+        assert release.wait(10), "the test never released the disk"
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", held_fsync)
+    path = record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)
+    assert path == record.dir / "model_0.pt" and not path.exists()  # the writer goes on; the disk has not confirmed
+    assert on_disk(record) == in_memory(record) == [] and len(commit_threads()) == 1
+    release.set()
+    record.settle()
+    assert path.read_bytes() == b"weights" and on_disk(record) == in_memory(record) == ["model_0.pt"]
+    assert commit_threads() == [] and not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
+
+
+def test_background_batches_land_in_order_and_finish_waits_for_them(tmp_path, monkeypatch):
+    record = background_record(tmp_path)
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: time.sleep(0.05) or fsync(descriptor))
+    for index in range(3):
+        record.save_checkpoint(f"model_{index}.pt", writer(b"w%d" % index), iteration=index)
+    record.save_checkpoint("model_0.pt", writer(b"again"), iteration=3)
+    record.finish("completed")
+    assert commit_threads() == []
+    assert on_disk(record) == in_memory(record) == ["model_1.pt", "model_2.pt", "model_0.pt"]
+    assert runs.read_manifest(record.dir)["status"] == "completed"
+    assert (record.dir / "model_0.pt").read_bytes() == b"again"
+
+
+def test_a_failed_background_commit_is_raised_once_and_the_next_finish_lists_what_landed(tmp_path, monkeypatch):
+    """As in the foreground: the checkpoint moved before run.json's move failed, so the record lists it."""
+    record = background_record(tmp_path)
+    replace = os.replace
+
+    def refuse_run_json(source, target):
+        if Path(target).name == runs.MANIFEST:
+            raise OSError(28, "No space left on device")
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", refuse_run_json)
+    record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)  # returns: the commit fails later
+    with pytest.raises(OSError, match="No space"):
+        record.finish("completed")
+    monkeypatch.undo()
+    assert commit_threads() == [] and on_disk(record) == []
+    record.finish("failed")
+    assert on_disk(record) == in_memory(record) == ["model_0.pt"]
+    assert runs.read_manifest(record.dir)["status"] == "failed"
+
+
+def test_a_ctrl_c_while_waiting_for_a_commit_is_raised_after_the_commit_is_done(tmp_path, monkeypatch):
+    record = background_record(tmp_path)
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: time.sleep(0.1) or fsync(descriptor))
+    record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)
+    join = threading.Thread.join
+    interrupts = [KeyboardInterrupt()]
+
+    def interrupted_join(thread, timeout=None):
+        if interrupts:
+            raise interrupts.pop()
+        return join(thread, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    with pytest.raises(KeyboardInterrupt):
+        record.settle()
+    assert commit_threads() == []  # the commit finished before the Ctrl-C was raised
+    assert on_disk(record) == ["model_0.pt"]
 
 
 # --- a training process killed with SIGKILL -----------------------------------------------------------------

@@ -93,6 +93,7 @@ def train_in_call(
                 if stop.reason != "stopped":
                     raise
                 status = "stopped"
+                record.settle()  # the last checkpoint's commit: it is the outcome
                 outcome = TrainOutcome(iterations=_last_iteration(record, plan), checkpoint=_last_checkpoint(record))
             wall = time.perf_counter() - started
             env.close()  # writes the last video clip
@@ -117,6 +118,11 @@ def train_in_call(
         except BaseException as error:
             if record is not None:
                 status = _failure_status(error)
+                try:
+                    with signals_held():
+                        record.settle()  # the checkpoints saved before the error are in place and listed
+                except Exception as commit_error:
+                    error.add_note(f"rlrun: a checkpoint could not be written: {commit_error!r}")
                 if isinstance(error, TrainingStopped):
                     error.run_dir, error.checkpoint = record.dir, _last_checkpoint(record)
                 try:
@@ -178,4 +184,6 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
         "parent": parent,
     }
     params = {"agent.yaml": configs.to_yaml(plan.agent_config), "env.yaml": configs.to_yaml(plan.env_config)}
-    return runs.RunRecord.create(plan.log_root, plan.library.name, plan.experiment, plan.run_name, manifest, params)
+    return runs.RunRecord.create(
+        plan.log_root, plan.library.name, plan.experiment, plan.run_name, manifest, params, background=True
+    )

@@ -3,7 +3,9 @@
 A checkpoint and the run.json that lists it are written as one batch (`RunRecord.save_checkpoint`): both
 files fsynced, the checkpoint moved into place first, then run.json, then one fsync of the directory. So
 run.json never lists a checkpoint that is not on disk, a crash between the two moves included, and a
-checkpoint costs three fsyncs instead of the four of two separate atomic writes.
+checkpoint costs three fsyncs instead of the four of two separate atomic writes. A training's record
+commits those batches in the background (`background=True`, `atomic.BackgroundCommits`): the library
+goes on training while the disk confirms, and every later write of run.json waits for them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlrun.runs.atomic import atomic_paths, atomic_write_text
+from rlrun.runs.atomic import BackgroundCommits, Batch, atomic_paths, atomic_write_text
 from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
 
 
@@ -22,11 +24,17 @@ class RunRecord:
     `create` claims the run directory, writes `params/agent.yaml`, `params/env.yaml` and a first
     `run.json` with status `running`; `save_checkpoint` writes each checkpoint the library saves and lists
     it; `finish` sets the final status.
+
+    With `background=True` a checkpoint's batch is committed on a thread (see the module docstring):
+    `save_checkpoint` returns once the files are written, before they are in place, and `settle` waits for
+    them (and raises what their commit raised). `write` and `finish` settle first; read `manifest`
+    after `settle` to see the newest checkpoint.
     """
 
-    def __init__(self, directory: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, manifest: dict[str, Any], background: bool = False) -> None:
         self.dir = directory
         self.manifest = manifest
+        self._commits = BackgroundCommits() if background else None
 
     @classmethod
     def create(
@@ -37,6 +45,7 @@ class RunRecord:
         run_name: str | None,
         manifest: dict[str, Any],
         params: dict[str, str],
+        background: bool = False,
     ) -> RunRecord:
         """Claim a new run directory and write its parameter files (name -> YAML text) and manifest."""
         record = cls(
@@ -48,6 +57,7 @@ class RunRecord:
                 "status": "running",
                 "checkpoints": [],
             },
+            background,
         )
         (record.dir / "params").mkdir(parents=True)
         for name, text in params.items():
@@ -56,7 +66,13 @@ class RunRecord:
         return record
 
     def write(self) -> None:
+        self.settle()
         write_manifest(self.dir, self.manifest)
+
+    def settle(self) -> None:
+        """Wait until every checkpoint saved so far is in place and listed (a no-op without `background`)."""
+        if self._commits is not None:
+            self._commits.wait()
 
     def save_checkpoint(self, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
         """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
@@ -68,18 +84,49 @@ class RunRecord:
         """
         path = self.dir / name
         moved: list[Path] = []
+        if self._commits is not None:
+            self._save_in_background(path, name, save, fields)
+            return path
         try:
             with atomic_paths(path, self.dir / MANIFEST, moved=moved) as (checkpoint, manifest):
                 save(str(checkpoint))
-                entries = [entry for entry in self.manifest["checkpoints"] if entry["file"] != name]
-                entries.append({"file": name, **fields, "saved_at": utc_now()})
+                entries = self._entries(name, fields)
                 manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
         finally:
             if moved:
                 self.manifest["checkpoints"] = entries
         return path
 
+    def _entries(self, name: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
+        entries = [entry for entry in self.manifest["checkpoints"] if entry["file"] != name]
+        entries.append({"file": name, **fields, "saved_at": utc_now()})
+        return entries
+
+    def _save_in_background(self, path: Path, name: str, save: Callable[[str], Any], fields: dict[str, Any]) -> None:
+        """`save_checkpoint`'s batch, written here and committed by `self._commits` (after the one before)."""
+        assert self._commits is not None
+        self._commits.wait()  # the previous checkpoint is listed: this run.json builds on it
+        batch = Batch((path, self.dir / MANIFEST))
+        try:
+            batch.prepare()
+            checkpoint, manifest = batch.temporaries
+            save(str(checkpoint))
+            entries = self._entries(name, fields)
+            manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
+        except BaseException:
+            batch.discard()
+            raise
+
+        def listed(moved: list[Path]) -> None:
+            if moved:  # the checkpoint is in place: the record lists it, as `save_checkpoint` does
+                self.manifest["checkpoints"] = entries
+
+        self._commits.submit(batch, [], listed)
+
     def finish(self, status: str, **fields: Any) -> None:
+        """Set the final status and write run.json, after every checkpoint's commit (a commit's error is raised
+        here once; a second `finish`, as a training's failure path makes, then writes what did land)."""
+        self.settle()
         self.manifest.update(status=status, finished_at=utc_now(), **fields)
         self.write()
 
