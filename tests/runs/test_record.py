@@ -193,6 +193,7 @@ def test_background_batches_land_in_order_and_finish_waits_for_them(tmp_path, mo
     monkeypatch.setattr(os, "fsync", lambda descriptor: time.sleep(0.05) or fsync(descriptor))
     for index in range(3):
         record.save_checkpoint(f"model_{index}.pt", writer(b"w%d" % index), iteration=index)
+    assert len(commit_threads()) >= 2  # the writer did not wait for the disk between saves
     record.save_checkpoint("model_0.pt", writer(b"again"), iteration=3)
     record.finish("completed")
     assert commit_threads() == []
@@ -213,10 +214,12 @@ def test_a_failed_background_commit_is_raised_once_and_the_next_finish_lists_wha
 
     monkeypatch.setattr(os, "replace", refuse_run_json)
     record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)  # returns: the commit fails later
+    record.save_checkpoint("model_1.pt", writer(b"later"), iteration=1)  # after a failed one: never moved
     with pytest.raises(OSError, match="No space"):
         record.finish("completed")
     monkeypatch.undo()
     assert commit_threads() == [] and on_disk(record) == []
+    assert not (record.dir / "model_1.pt").exists() and not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
     record.finish("failed")
     assert on_disk(record) == in_memory(record) == ["model_0.pt"]
     assert runs.read_manifest(record.dir)["status"] == "failed"
@@ -246,12 +249,13 @@ def test_a_ctrl_c_while_waiting_for_a_commit_is_raised_after_the_commit_is_done(
 
 TASK = "rlrun/CartPoleContinuous-v1"
 
-# The training process, with every fsync slowed down so that a kill can land inside a checkpoint write.
+# The training process, with every fsync slowed down by FSYNC_DELAY_S so that a kill can land inside a
+# checkpoint write (the commits then fall behind the training, a few batches in flight at a time).
 SLOW_WRITER = """
 import os, sys, time
 fsync = os.fsync
 def slow_fsync(descriptor):
-    time.sleep(0.4)
+    time.sleep(float(os.environ["FSYNC_DELAY_S"]))
     fsync(descriptor)
 os.fsync = slow_fsync
 import rlrun
@@ -259,10 +263,14 @@ sys.exit(rlrun.main(sys.argv[1:]))
 """
 
 
-def start_training(log_root: Path) -> subprocess.Popen:
+def start_training(log_root: Path, fsync_delay_s: float) -> subprocess.Popen:
     words = ["train", "--task", TASK, "--num_envs", "8", "--max_iterations", "500", "--log_root", str(log_root)]
     overrides = ["agent.save_interval=1", "agent.num_steps_per_env=4", "agent.actor.hidden_dims=[256,256]"]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path])}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path]),
+        "FSYNC_DELAY_S": str(fsync_delay_s),
+    }
     return subprocess.Popen(
         [sys.executable, "-c", SLOW_WRITER, *words, *overrides],
         env=environment,
@@ -304,7 +312,8 @@ KILL_POINTS = {
 @pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
 def test_the_newest_complete_checkpoint_loads_after_sigkill(point, log_root):
-    process = start_training(log_root)
+    # Between two writes the disk must keep up with the training (no delay), or a write is always in flight.
+    process = start_training(log_root, fsync_delay_s=0.0 if point == "between two writes" else 0.4)
     try:
         wait_for(lambda: KILL_POINTS[point](run_dir(log_root)))
     finally:

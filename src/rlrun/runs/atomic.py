@@ -100,27 +100,40 @@ class Batch:
 
 
 class BackgroundCommits:
-    """Commits written batches on a thread, one at a time and in the order given, while the writer goes on.
+    """Commits written batches on threads, in the order given, while the writer goes on.
 
     A batch's files are written by the caller (`torch.save` into the page cache: fast); what remains, fsyncing
     each file and its folders and moving them into place, mostly waits for the disk, without the GIL. A
-    training that saves a checkpoint every few iterations (SKRL: 16 in a 15-iteration run) spent 4-5% of its
-    time there. `submit` first waits for the previous batch, so batches land in order and at most one is in
-    flight; `wait` returns once none is, raising what a commit raised (once). The thread is joined by `wait`:
-    a writer calls it before its last write, so no thread outlives the call (a Ctrl-C while it waits is held
-    until the commit is done, a few milliseconds, then raised).
+    training that saves a checkpoint every few iterations (SKRL: 16 in a 15-iteration run, two at a time)
+    spent 4-5% of its time there. Each batch's thread first joins the one before it, so batches land in
+    submission order; after a failed commit the later batches are discarded, never moved (their run.json
+    would list the failed one's file). At most `IN_FLIGHT` batches wait at once: `submit` joins the oldest
+    beyond that. `wait` returns once none is in flight, raising what a commit raised (once). The threads are
+    joined by `wait`: a writer calls it before its last write, so no thread outlives the call (a Ctrl-C while
+    it waits is held until the commits are done, a few milliseconds, then raised).
     """
 
+    IN_FLIGHT = 4
+
     def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._error: BaseException | None = None
 
     def submit(self, batch: Batch, moved: list[Path], then: Callable[[list[Path]], None]) -> None:
-        """Commit `batch` (discarding its folders, fsyncing its last folder) on a thread, then call
-        `then(moved)` with the paths that were moved, whether or not the commit completed."""
-        self.wait()
+        """Commit `batch` (discarding its folders, fsyncing its last folder) after the batches before it, then
+        call `then(moved)` with the paths that were moved, whether or not the commit completed."""
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        if len(self._threads) >= self.IN_FLIGHT:
+            self._join(self._threads[:1])
+            self._threads = self._threads[1:]
+        previous = self._threads[-1] if self._threads else None
 
         def run() -> None:
+            if previous is not None:
+                previous.join()
+            if self._error is not None:  # an earlier batch failed: this one's run.json would list its file
+                batch.discard()
+                return
             try:
                 try:
                     batch.commit(moved)
@@ -128,26 +141,33 @@ class BackgroundCommits:
                     batch.discard()
                     then(moved)
                 batch.fsync_last_directory()
-            except BaseException as error:  # raised in the writer by its next `submit` or `wait`
+            except BaseException as error:  # raised in the writer by its next `wait`
                 self._error = error
 
-        self._thread = threading.Thread(target=run, name="rlrun-commit", daemon=False)
-        self._thread.start()
+        thread = threading.Thread(target=run, name="rlrun-commit", daemon=False)
+        thread.start()
+        self._threads.append(thread)
 
     def wait(self) -> None:
-        thread = self._thread
-        interrupted = False
-        while thread is not None and thread.is_alive():
-            try:
-                thread.join()
-            except KeyboardInterrupt:
-                interrupted = True
-        self._thread = None
+        threads, self._threads = self._threads, []
+        interrupted = self._join(threads)
         error, self._error = self._error, None
         if error is not None:
             raise error
         if interrupted:
             raise KeyboardInterrupt
+
+    @staticmethod
+    def _join(threads: list[threading.Thread]) -> bool:
+        """Join `threads`, holding a Ctrl-C until they are done; return whether one came."""
+        interrupted = False
+        for thread in threads:
+            while thread.is_alive():
+                try:
+                    thread.join()
+                except KeyboardInterrupt:
+                    interrupted = True
+        return interrupted
 
 
 @contextmanager

@@ -35,6 +35,8 @@ class RunRecord:
         self.dir = directory
         self.manifest = manifest
         self._commits = BackgroundCommits() if background else None
+        self._listed: list[dict[str, Any]] = manifest.get("checkpoints", [])
+        """In the background, the entries of the newest run.json handed to a commit (the next builds on it)."""
 
     @classmethod
     def create(
@@ -72,7 +74,10 @@ class RunRecord:
     def settle(self) -> None:
         """Wait until every checkpoint saved so far is in place and listed (a no-op without `background`)."""
         if self._commits is not None:
-            self._commits.wait()
+            try:
+                self._commits.wait()
+            finally:
+                self._listed = self.manifest["checkpoints"]
 
     def save_checkpoint(self, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
         """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
@@ -90,28 +95,28 @@ class RunRecord:
         try:
             with atomic_paths(path, self.dir / MANIFEST, moved=moved) as (checkpoint, manifest):
                 save(str(checkpoint))
-                entries = self._entries(name, fields)
+                entries = self._entries(name, fields, self.manifest["checkpoints"])
                 manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
         finally:
             if moved:
                 self.manifest["checkpoints"] = entries
         return path
 
-    def _entries(self, name: str, fields: dict[str, Any]) -> list[dict[str, Any]]:
-        entries = [entry for entry in self.manifest["checkpoints"] if entry["file"] != name]
+    def _entries(self, name: str, fields: dict[str, Any], listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        entries = [entry for entry in listed if entry["file"] != name]
         entries.append({"file": name, **fields, "saved_at": utc_now()})
         return entries
 
     def _save_in_background(self, path: Path, name: str, save: Callable[[str], Any], fields: dict[str, Any]) -> None:
-        """`save_checkpoint`'s batch, written here and committed by `self._commits` (after the one before)."""
+        """`save_checkpoint`'s batch, written here and committed by `self._commits` after the ones before it; its
+        run.json builds on theirs (`_listed`)."""
         assert self._commits is not None
-        self._commits.wait()  # the previous checkpoint is listed: this run.json builds on it
         batch = Batch((path, self.dir / MANIFEST))
         try:
             batch.prepare()
             checkpoint, manifest = batch.temporaries
             save(str(checkpoint))
-            entries = self._entries(name, fields)
+            entries = self._entries(name, fields, self._listed)
             manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
         except BaseException:
             batch.discard()
@@ -122,6 +127,7 @@ class RunRecord:
                 self.manifest["checkpoints"] = entries
 
         self._commits.submit(batch, [], listed)
+        self._listed = entries
 
     def finish(self, status: str, **fields: Any) -> None:
         """Set the final status and write run.json, after every checkpoint's commit (a commit's error is raised
