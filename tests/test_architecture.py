@@ -19,6 +19,17 @@ LAYERS = {
     "libraries": ("rlrun.errors", "rlrun.hermetic", "rlrun.libraries", "rlrun.envs", "rlrun.configs", "rlrun.runs"),
     "reports": ("rlrun.errors", "rlrun.reports"),
     "executors": ("rlrun.errors", "rlrun.executors"),
+    "cli": (
+        "rlrun.errors",
+        "rlrun.api",
+        "rlrun.progress",
+        "rlrun.cli",
+        "rlrun.hermetic",
+        "rlrun.envs",
+        "rlrun.libraries",
+        "rlrun.reports",
+        "rlrun.runs",
+    ),
     "api": (
         "rlrun.errors",
         "rlrun.hermetic",
@@ -62,7 +73,7 @@ def test_each_layer_imports_only_the_layers_below_it(layer):
 
 
 @pytest.mark.parametrize(
-    "module", ["hermetic", "api", "cli.py", "runs", "envs", "configs", "errors.py", "reports", "executors"]
+    "module", ["hermetic", "api", "cli", "runs", "envs", "configs", "errors.py", "reports", "executors"]
 )
 def test_the_core_imports_no_rl_library(module):
     for path in layer_files(module):

@@ -188,11 +188,11 @@ def test_list_shows_tasks_libraries_and_how_to_install(capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv", [["train", "--help"], ["bench", "-h"], ["list"]], ids=["train", "bench", "list"])
 def test_flag_help_is_read_from_source_only_when_help_is_asked_for(argv, capsys, monkeypatch):
-    import rlrun.cli
+    import rlrun.cli.parser
 
     reads = []
     monkeypatch.setattr(
-        rlrun.cli,
+        rlrun.cli.parser,
         "field_docs",
         lambda request: reads.append(request) or dict.fromkeys(("seed", "seeds"), "SEED-DOC-TEXT"),
     )
