@@ -1,18 +1,44 @@
 """SKRL (JAX, CPU) row of `adapter_overhead.py`: SKRL's own `Runner` alone against `rlrun.train`, same env and config.
 
-Both sides compile their agent's JAX functions anew (SKRL jits per agent), so the timings include that: a fixed
-cost of several seconds a side, the reason this row runs fewer iterations than the PyTorch one.
+SKRL jits its agent's functions anew for every agent. Through rlrun they come from JAX's persistent compilation
+cache (`rlrun.libraries.skrl_jax_cache`); the library alone gets the same cache here, as a user who turned it on
+would (`jax_compilation_cache_dir` and its two thresholds, put back afterwards), so that the row measures
+rlrun's own cost rather than the cache. Loading the executables is still a fixed cost of a second or so a side,
+the reason this row runs fewer iterations than the PyTorch one.
 """
 
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import overhead_skrl
 
 FRAMEWORK = "jax"
 NUM_ENVS, ITERATIONS = overhead_skrl.NUM_ENVS, 5
-LABEL = overhead_skrl.LABEL.replace("(torch)", f"({FRAMEWORK})")
+LABEL = overhead_skrl.LABEL.replace("(torch)", f"({FRAMEWORK}, both sides with JAX's compilation cache)")
+CACHE_SETTINGS = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs")
+CACHE_SETTINGS += ("jax_persistent_cache_min_entry_size_bytes",)
 
-direct = partial(overhead_skrl.direct, framework=FRAMEWORK)
+
+def direct(tmp: Path, iterations: int = ITERATIONS) -> None:
+    """The library alone, with JAX's persistent compilation cache in the folder rlrun uses."""
+    import jax
+    from jax._src import compilation_cache
+
+    from rlrun.libraries.skrl_jax_cache import cache_folder
+
+    saved = {name: getattr(jax.config, name) for name in CACHE_SETTINGS}
+    jax.config.update("jax_compilation_cache_dir", str(cache_folder()))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    compilation_cache.reset_cache()  # opened again, in that folder, by the next compile
+    try:
+        overhead_skrl.direct(tmp, iterations, framework=FRAMEWORK)
+    finally:
+        for name, value in saved.items():
+            jax.config.update(name, value)
+        compilation_cache.reset_cache()
+
+
 through_rlrun = partial(overhead_skrl.through_rlrun, framework=FRAMEWORK)
