@@ -198,3 +198,11 @@ def test_a_prepared_effect_belongs_to_the_import_phase_not_the_call(monkeypatch)
         with call.guarded():
             pass
     assert os.environ["RLRUN_TEST_PREPARED"] == "1"
+
+
+def test_cuda_is_never_initialised_to_observe_its_rng():
+    import torch
+
+    with hermetic_call(check_leaks=True) as call, call.guarded():
+        torch.manual_seed(3)
+    assert not torch.cuda.is_initialized()

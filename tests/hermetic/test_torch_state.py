@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from rlrun.hermetic import fresh_torch_state, hermetic_call, torch_backend_flags
+from support import MUTATIONS
 
 
 @pytest.mark.parametrize("caller_precision", [None, "high", "medium"])
@@ -40,3 +41,18 @@ def test_a_call_gets_a_fresh_process_torch_state_whatever_the_caller_runs_under(
             )
     assert seen == {"grad": True, "inference": False, "dtype": torch.float32, "trainable": True}
     assert torch.get_default_dtype() is torch.float32
+
+
+def test_the_tf32_getters_work_after_restoring_a_mixed_legacy_and_new_state():
+    with hermetic_call() as call, call.guarded():
+        MUTATIONS["torch TF32 and float32 matmul precision"]()  # the mixed legacy/new state of reference C.5
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is True
+
+
+def test_deterministic_algorithms_setter_is_not_called_when_nothing_changed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda *args, **kwargs: calls.append(args))
+    with hermetic_call() as call, call.guarded():
+        pass
+    assert calls == []
