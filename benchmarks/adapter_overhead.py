@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from alternating import Summary, load, order, pair, print_table, timed
+from alternating import Summary, alternate, print_table, timed
 from rlrun.api.planning import pick_threads
 from rlrun.libraries import LIBRARIES
 
@@ -75,19 +75,7 @@ def measure(row: ModuleType, pairs: int, iterations: int) -> Summary:
     print(f"{row.LABEL} x {iterations} it, {threads} torch thread{'s' * (threads != 1)}", flush=True)
     direct()  # warm-up: imports, first optimizer step, JIT
     rlrun()
-    before = load()
-    ratios = []
-    for index in range(pairs):
-        alone, through = pair(index, direct, rlrun)
-        ratios.append(alone / through)
-        print(
-            f"  pair {index + 1} ({order(index, 'library', 'rlrun')}): library alone {alone:6.2f} s, "
-            f"through rlrun {through:6.2f} s, ratio {alone / through:.3f}",
-            flush=True,
-        )
-    summary = Summary(tuple(ratios), GOAL, before, load())
-    print(f"  {summary.line()}", flush=True)
-    return summary
+    return alternate(pairs, direct, rlrun, names=("library alone", "through rlrun"), goal=GOAL)
 
 
 def main(argv: list[str] | None = None) -> int:

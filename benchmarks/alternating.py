@@ -4,7 +4,8 @@ A drifting load (another process starting, a core's clock dropping) hits whichev
 moment, so the two sides of a comparison alternate in AB/BA order: pair 0 runs A then B, pair 1 B then
 A, and so on. Each pair gives one ratio, and the scripts report the median of the ratios with their
 spread (min-max) and the load average before and after, never a best-of-N that hides how much the
-figures moved. Used by `adapter_overhead.py` and `repeated_calls.py`.
+figures moved. `alternate` runs the pairs and prints them; used by `adapter_overhead.py` and
+`repeated_calls.py`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,34 @@ def pair(index: int, first: Callable[[], float], second: Callable[[], float]) ->
 def order(index: int, first: str, second: str) -> str:
     """Which side led pair `index`, as printed next to it."""
     return f"{first if index % 2 == 0 else second} first"
+
+
+def alternate(
+    count: int,
+    first: Callable[[], float],
+    second: Callable[[], float],
+    *,
+    names: tuple[str, str],
+    goal: float,
+    word: str = "pair",
+    unit: str = "",
+    digits: int = 3,
+) -> Summary:
+    """Time `count` alternating pairs of two warmed-up sides (each returning its own duration); print each pair
+    and the summary; return the summary of the ratios first / second against `goal`."""
+    before = load()
+    ratios = []
+    for index in range(count):
+        a, b = pair(index, first, second)
+        ratios.append(a / b)
+        print(
+            f"  {word} {index + 1} ({order(index, *names)}): {names[0]} {a:6.2f} s, {names[1]} {b:6.2f} s, "
+            f"ratio {a / b:.{digits}f}{unit}",
+            flush=True,
+        )
+    summary = Summary(tuple(ratios), goal, before, load())
+    print(f"  {summary.line(unit, digits=digits)}", flush=True)
+    return summary
 
 
 def load() -> float:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import rlrun
 from adapter_overhead import ROWS, missing
-from alternating import Summary, load, order, pair, print_table, timed
+from alternating import Summary, alternate, print_table, timed
 
 GOAL = 5.0
 TASK = "rlrun/CartPole-v1"
@@ -84,19 +84,9 @@ def measure(row: str, task: str, calls: int, rounds: int, iterations: int, num_e
     print(f"{row}: {calls} trainings of {task}, {iterations} it each, envs: {num_envs or 'tuned'}", flush=True)
     side(inline, 1)()  # warm-up: the library's imports here
     side(processes, 1)()  # and the file cache, for both sides alike
-    before = load()
-    ratios = []
-    for index in range(rounds):
-        loop_s, bench_s = pair(index, loop, bench)
-        ratios.append(loop_s / bench_s)
-        print(
-            f"  round {index + 1} ({order(index, 'processes', 'inline')}): processes {loop_s:6.2f} s, "
-            f"inline bench {bench_s:6.2f} s, ratio {loop_s / bench_s:5.2f}x",
-            flush=True,
-        )
-    summary = Summary(tuple(ratios), GOAL, before, load())
-    print(f"  {summary.line('x', digits=2)}", flush=True)
-    return summary
+    return alternate(
+        rounds, loop, bench, names=("processes", "inline bench"), goal=GOAL, word="round", unit="x", digits=2
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,18 @@ def test_pairs_alternate_which_side_runs_first_and_return_each_sides_own_time(be
     assert [alternating.order(index, "A", "B") for index in range(2)] == ["A first", "B first"]
 
 
+def test_alternate_prints_each_pair_and_returns_the_ratios_of_first_to_second(benchmark, capsys):
+    alternating = benchmark("alternating")
+    durations = {"A": iter([2.0, 3.0, 1.0]), "B": iter([1.0, 1.0, 2.0])}
+    summary = alternating.alternate(
+        3, lambda: next(durations["A"]), lambda: next(durations["B"]), names=("A", "B"), goal=1.5, word="round"
+    )
+    assert summary.ratios == (2.0, 3.0, 0.5) and summary.median == 2.0 and summary.met
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("  round 1 (A first): A   2.00 s, B   1.00 s, ratio 2.000")
+    assert lines[1].startswith("  round 2 (B first)") and "median 2.000" in lines[3]
+
+
 def test_summary_judges_the_median_against_the_goal_and_prints_the_spread(benchmark):
     Summary = benchmark("alternating").Summary
     summary = Summary((0.90, 1.02, 0.98), goal=0.98, load_before=1.0, load_after=1.5)
