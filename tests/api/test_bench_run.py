@@ -57,6 +57,36 @@ def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
         assert Path(row["run_dir"]).parent == out / "runs" / "sb3" / "bench"
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C itself
+def test_a_ctrl_c_that_python_drops_in_a_finalizer_between_two_cells_stops_the_bench(tmp_path, monkeypatch):
+    """Python raises a SIGINT's KeyboardInterrupt in whatever code runs, a weakref finalizer included, and drops
+    it there. One that lands between two cells of an API bench is remembered: the next cell's training stops at
+    its start, and the bench with it, instead of training every cell left."""
+    import importlib
+    import weakref
+
+    from rlrun.errors import TrainingStopped
+
+    bench = importlib.import_module("rlrun.api.bench")  # the module (`rlrun.api.bench` the name is the function)
+
+    run_cell = bench.run_cell
+
+    def then_a_dropped_ctrl_c(cell, *args, **kwargs):
+        row = run_cell(cell, *args, **kwargs)
+        dropped = type("Dropped", (), {})()
+        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
+        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        return row
+
+    monkeypatch.setattr(bench, "run_cell", then_a_dropped_ctrl_c)
+    out = tmp_path / "bench"
+    with pytest.raises(TrainingStopped) as raised:
+        rlrun.bench(small_bench(out, seeds=(0, 1, 2), iterations=200))
+    assert raised.value.reason == "interrupted"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert [row["status"] for row in lines(out)] == ["completed"]  # the second cell never trained to its end
+
+
 def test_running_a_bench_again_reuses_completed_cells_and_force_reruns_them(tmp_path):
     out = tmp_path / "bench"
     first = rlrun.bench(small_bench(out))

@@ -28,7 +28,7 @@ from rlrun import runs
 from rlrun.api.bench_planning import BenchPlan, plan_bench
 from rlrun.api.bench_request import BenchRequest, BenchResult
 from rlrun.api.cells import Cell, run_cell
-from rlrun.api.iterations import IterationRow
+from rlrun.api.iterations import LATCH, IterationRow
 from rlrun.hermetic import Call, hermetic_call
 
 RESULTS_FILE = "results.jsonl"
@@ -76,8 +76,12 @@ BoardFactory = Callable[[list[tuple[str, str]]], Board]
 def bench(
     request: BenchRequest, *, check_leaks: bool | None = None, display: BoardFactory | None = None
 ) -> BenchResult:
-    """Run a bench: every cell a hermetic training on the chosen executor; rows to `<out>/results.jsonl`."""
-    with hermetic_call(check_leaks=check_leaks, name="rlrun.bench") as call:
+    """Run a bench: every cell a hermetic training on the chosen executor; rows to `<out>/results.jsonl`.
+
+    `LATCH` is held over the whole bench (outside its hermetic call, as `rlrun.train` holds it): a Ctrl-C that
+    Python drops in a finalizer between two cells stops the next cell's training at its start, and so the bench,
+    instead of being lost."""
+    with LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.bench") as call:
         return bench_in_call(call, request, display)
 
 
