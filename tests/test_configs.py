@@ -86,3 +86,23 @@ def test_overrides_of_the_right_shape_still_apply():
     config = load_agent_config("rsl_rl", "ppo", "rlrun/Pendulum-v1")
     changed = apply_overrides(config, ["actor.hidden_dims=[8,8,8]", "algorithm.learning_rate=1e-4"], scope="agent")
     assert changed["actor"]["hidden_dims"] == [8, 8, 8] and changed["algorithm"]["learning_rate"] == 1e-4
+
+
+def test_a_yaml_file_is_parsed_once_per_text_and_every_caller_gets_its_own_configuration(tmp_path, monkeypatch):
+    import yaml
+
+    parses = []
+    safe_load = yaml.safe_load
+    monkeypatch.setattr(yaml, "safe_load", lambda text: parses.append(text) or safe_load(text))
+    monkeypatch.setattr(configs, "_PARSED", {})
+    path = tmp_path / "config.yaml"
+    path.write_text("a: 1\nb: [1, 2]\n", encoding="utf-8")
+    assert configs.parsed_yaml(path) == {"a": 1, "b": [1, 2]} and configs.parsed_yaml(path) is configs.parsed_yaml(path)
+    assert len(parses) == 1
+    path.write_text("a: 2\n", encoding="utf-8")  # an edited file is read again
+    assert configs.parsed_yaml(path) == {"a": 2} and len(parses) == 2
+
+    first = configs.load_agent_config("rsl_rl", "ppo", "rlrun/CartPoleContinuous-v1")
+    first["actor"]["hidden_dims"].append(999)
+    second = configs.load_agent_config("rsl_rl", "ppo", "rlrun/CartPoleContinuous-v1")
+    assert second["actor"]["hidden_dims"] == [32, 32] and len(parses) == 3

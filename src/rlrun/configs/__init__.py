@@ -51,15 +51,36 @@ def has_tuned_config(library: str, algorithm: str, task: str) -> bool:
 
 
 def load_agent_config(library: str, algorithm: str, task: str) -> dict[str, Any]:
-    """Return the tuned configuration for the task, or the algorithm's generic `default.yaml`."""
-    import yaml
+    """Return the tuned configuration for the task, or the algorithm's generic `default.yaml` (a new copy)."""
+    import copy
 
     root = _root(library)
     path = root.joinpath(config_name(library, algorithm, task))
     if not path.is_file():
         path = root.joinpath(f"{library}/{algorithm}/default.yaml")
-    with path.open("r", encoding="utf-8") as stream:
-        return yaml.safe_load(stream)
+    return copy.deepcopy(parsed_yaml(path))
+
+
+_PARSED: dict[tuple[str, str], Any] = {}
+"""YAML documents already parsed, by file and text (see `parsed_yaml`)."""
+
+
+def parsed_yaml(path: Any) -> Any:
+    """The YAML document in the file at `path` (a `Path` or a package resource), parsed once per text.
+
+    Every call's planning reads the same few files (the shipped configuration, RL Zoo's table): reading one
+    takes microseconds, parsing it milliseconds (RL Zoo's `ppo.yml` most), so the parsed document is kept per
+    path and text, and an edited file is parsed again. The result is shared: callers copy what they change.
+    """
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    key = (str(path), text)
+    if key not in _PARSED:
+        if len(_PARSED) >= 64:  # a bound for a process that reads many edited files; a few in practice
+            _PARSED.clear()
+        _PARSED[key] = yaml.safe_load(text)
+    return _PARSED[key]
 
 
 AGENT_CONFIG_FLAG = "--agent_config"

@@ -76,15 +76,16 @@ def hyperparams_file(algorithm: str) -> Path | None:
 
 def entry(algorithm: str, task: str) -> tuple[Path, dict[str, Any]] | None:
     """RL Zoo's tuned entry for `task` (an exact Gymnasium id) and the file it is in, or None."""
-    import yaml
+    import copy
+
+    from rlrun.configs import parsed_yaml
 
     path = hyperparams_file(algorithm)
     if path is None:
         return None
-    with path.open("r", encoding="utf-8") as stream:
-        table = yaml.safe_load(stream) or {}
+    table = parsed_yaml(path) or {}
     found = table.get(task)
-    return (path, dict(found)) if isinstance(found, Mapping) else None
+    return (path, copy.deepcopy(dict(found))) if isinstance(found, Mapping) else None
 
 
 def version() -> str | None:
