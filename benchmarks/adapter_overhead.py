@@ -75,7 +75,9 @@ def measure(row: ModuleType, pairs: int, iterations: int) -> Summary:
     print(f"{row.LABEL} x {iterations} it, {threads} torch thread{'s' * (threads != 1)}", flush=True)
     direct()  # warm-up: imports, first optimizer step, JIT
     rlrun()
-    return alternate(pairs, direct, rlrun, names=("library alone", "through rlrun"), goal=GOAL)
+    return alternate(
+        pairs, direct, rlrun, names=("library alone", "through rlrun"), leaders=("library", "rlrun"), goal=GOAL
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

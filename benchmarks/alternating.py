@@ -50,19 +50,22 @@ def alternate(
     *,
     names: tuple[str, str],
     goal: float,
+    leaders: tuple[str, str] | None = None,
     word: str = "pair",
     unit: str = "",
     digits: int = 3,
 ) -> Summary:
     """Time `count` alternating pairs of two warmed-up sides (each returning its own duration); print each pair
-    and the summary; return the summary of the ratios first / second against `goal`."""
+    (its sides as `names`, which led as `leaders`, by default the names) and the summary; return the summary
+    of the ratios first / second against `goal`."""
     before = load()
     ratios = []
+    led = leaders or names
     for index in range(count):
         a, b = pair(index, first, second)
         ratios.append(a / b)
         print(
-            f"  {word} {index + 1} ({order(index, *names)}): {names[0]} {a:6.2f} s, {names[1]} {b:6.2f} s, "
+            f"  {word} {index + 1} ({order(index, *led)}): {names[0]} {a:6.2f} s, {names[1]} {b:6.2f} s, "
             f"ratio {a / b:.{digits}f}{unit}",
             flush=True,
         )
