@@ -520,3 +520,13 @@ def assert_order_independent(tmp_path: Path, a: dict[str, Any], b: dict[str, Any
     ).stdout.splitlines()
     assert float(output[-1]) == first.mean_return
     assert_bitwise_equal(weights(first.checkpoint), weights(Path(output[-2])))
+
+
+def drop_a_ctrl_c() -> None:
+    """Send this process a SIGINT from inside a weakref finalizer: Python raises its `KeyboardInterrupt` there,
+    prints "Exception ignored" and drops it, as with a Ctrl-C that lands in a finalizer the collector runs."""
+    import weakref
+
+    dropped = type("Dropped", (), {})()
+    weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
+    del dropped  # the finalizer runs here

@@ -15,7 +15,7 @@ import pytest
 
 import rlrun
 from rlrun.api.bench_request import BenchRun
-from support import MEDDLING_TASK, SMALL_RSL_RL
+from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 TIMES = ("wall_s", "steps_per_s", "time_to_threshold_s", "run_dir", "checkpoint")
@@ -63,7 +63,6 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_between_two_cells_stops_the_b
     it there. One that lands between two cells of an API bench is remembered: the next cell's training stops at
     its start, and the bench with it, instead of training every cell left."""
     import importlib
-    import weakref
 
     from rlrun.errors import TrainingStopped
 
@@ -73,9 +72,7 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_between_two_cells_stops_the_b
 
     def then_a_dropped_ctrl_c(cell, *args, **kwargs):
         row = run_cell(cell, *args, **kwargs)
-        dropped = type("Dropped", (), {})()
-        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
-        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        drop_a_ctrl_c()  # Python drops the KeyboardInterrupt raised in a finalizer
         return row
 
     monkeypatch.setattr(bench, "run_cell", then_a_dropped_ctrl_c)

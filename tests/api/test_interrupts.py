@@ -29,7 +29,7 @@ from rlrun import runs
 from rlrun.api.iterations import METRICS_FILE
 from rlrun.errors import TrainingStopped
 from rlrun.libraries import LIBRARIES
-from support import CONTRACT_CASES, SMALL_RSL_RL
+from support import CONTRACT_CASES, SMALL_RSL_RL, drop_a_ctrl_c
 
 TASK = "rlrun/Pendulum-v1"
 STOP_AT = 3
@@ -124,16 +124,12 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_while_planning_still_stops_th
     """Python raises a SIGINT's KeyboardInterrupt in whatever code runs, a weakref finalizer included, where it
     prints "Exception ignored" and drops it. One that lands before the training takes signals itself (planning,
     the import phase) is remembered, and the training stops at its start instead of running to its end."""
-    import weakref
-
     from rlrun.api import training
 
     plan_train = training.plan_train
 
     def plan_after_a_dropped_ctrl_c(*args, **kwargs):
-        dropped = type("Dropped", (), {})()
-        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
-        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        drop_a_ctrl_c()  # Python drops the KeyboardInterrupt raised in a finalizer
         return plan_train(*args, **kwargs)
 
     monkeypatch.setattr(training, "plan_train", plan_after_a_dropped_ctrl_c)

@@ -10,7 +10,7 @@ from rlrun.api.search_space import parse_enqueued, parse_space
 from rlrun.api.tune import TuneRequest, load_spec
 from rlrun.errors import InvalidArgument, UnknownConfigKey
 from rlrun.hermetic import census
-from support import MEDDLING_TASK, SMALL_RSL_RL
+from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 
@@ -186,16 +186,12 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_interrupts_the_running_
     """A SIGINT whose `KeyboardInterrupt` lands in a weakref finalizer is printed as "Exception ignored" and
     dropped by Python; the slow suite once saw a study run to its end through such a Ctrl-C. The tune worker
     remembers it: the trial is failed as interrupted, the study stops, and the caller's handler comes back."""
-    import os
     import signal
-    import weakref
 
     train = rlrun.train
 
     def train_after_a_dropped_ctrl_c(*args, **kwargs):
-        dropped = type("Dropped", (), {})()
-        weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
-        del dropped  # the finalizer runs here, and Python drops the KeyboardInterrupt raised inside it
+        drop_a_ctrl_c()  # Python drops the KeyboardInterrupt raised in a finalizer
         return train(*args, **kwargs)
 
     monkeypatch.setattr(rlrun, "train", train_after_a_dropped_ctrl_c)

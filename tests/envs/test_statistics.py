@@ -40,6 +40,24 @@ class ScriptedEnv(VectorEnv):
         return obs, self.rewards[t], self.terminated[t], self.truncated[t], info
 
 
+class PythonCount:
+    """Every finished episode's return and length, counted env by env in Python: what the wrapper must report."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.running_returns, self.running_lengths = [0.0] * num_envs, [0] * num_envs
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+
+    def add(self, reward, terminated, truncated) -> None:
+        for i in range(len(self.running_returns)):
+            self.running_returns[i] += float(reward[i])
+            self.running_lengths[i] += 1
+            if terminated[i] or truncated[i]:
+                self.returns.append(self.running_returns[i])
+                self.lengths.append(self.running_lengths[i])
+                self.running_returns[i], self.running_lengths[i] = 0.0, 0
+
+
 def test_records_finished_episodes_in_env_index_order():
     env = EpisodeStatistics(
         ScriptedEnv(
@@ -66,21 +84,13 @@ def test_records_finished_episodes_in_env_index_order():
 def test_matches_a_per_env_python_count_on_cartpole():
     env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 16))
     env.reset(seed=0)
-    returns, lengths = [0.0] * 16, [0] * 16
-    expected_returns, expected_lengths = [], []
+    expected = PythonCount(16)
     actions_rng = torch.Generator().manual_seed(0)
     for _ in range(300):
-        _, reward, terminated, truncated, _ = env.step(torch.randint(0, 2, (16,), generator=actions_rng))
-        for i in range(16):
-            returns[i] += float(reward[i])
-            lengths[i] += 1
-            if terminated[i] or truncated[i]:
-                expected_returns.append(returns[i])
-                expected_lengths.append(lengths[i])
-                returns[i], lengths[i] = 0.0, 0
-    assert len(expected_returns) > 50
-    assert env.episode_returns == expected_returns
-    assert env.episode_lengths == expected_lengths
+        expected.add(*env.step(torch.randint(0, 2, (16,), generator=actions_rng))[1:4])
+    assert len(expected.returns) > 50
+    assert env.episode_returns == expected.returns
+    assert env.episode_lengths == expected.lengths
     assert env.env_steps == 300 * 16
     assert env.device == torch.device("cpu")
     assert env.num_envs == 16
@@ -114,27 +124,20 @@ def test_long_runs_match_a_per_env_python_count_however_often_they_are_read(read
     env = EpisodeStatistics(SteppedItsOwnWay(inner) if own_step else inner)
     assert (env._native is None) == own_step
     env.reset(seed=3)
-    returns, lengths = [0.0] * 5, [0] * 5
-    expected_returns, expected_lengths = [], []
+    expected = PythonCount(5)
     steps_with_ends = 0
     actions_rng = torch.Generator().manual_seed(1)
     for step in range(1, 1401):
         _, reward, terminated, truncated, _ = env.step(torch.randint(0, 2, (5,), generator=actions_rng))
-        for i in range(5):
-            returns[i] += float(reward[i])
-            lengths[i] += 1
-            if terminated[i] or truncated[i]:
-                expected_returns.append(returns[i])
-                expected_lengths.append(lengths[i])
-                returns[i], lengths[i] = 0.0, 0
+        expected.add(reward, terminated, truncated)
         steps_with_ends += bool((terminated | truncated).any())
         if step % (1400 // reads) == 0:
-            assert env.episodes == len(expected_returns)
-            assert env.mean_return(last=3) == pytest.approx(sum(expected_returns[-3:]) / 3)
-            assert env.mean_length(last=10**6) == pytest.approx(sum(expected_lengths) / len(expected_lengths))
+            assert env.episodes == len(expected.returns)
+            assert env.mean_return(last=3) == pytest.approx(sum(expected.returns[-3:]) / 3)
+            assert env.mean_length(last=10**6) == pytest.approx(sum(expected.lengths) / len(expected.lengths))
     assert steps_with_ends > 256  # more pieces than the log keeps apart: they also settled on their own
-    assert env.episode_returns == expected_returns
-    assert env.episode_lengths == expected_lengths
+    assert env.episode_returns == expected.returns
+    assert env.episode_lengths == expected.lengths
 
 
 def test_pendulum_episodes_last_200_steps_through_the_gymnasium_adapter():

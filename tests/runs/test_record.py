@@ -135,9 +135,8 @@ def test_an_interrupt_at_any_step_of_a_checkpoint_save_leaves_a_run_that_lists_o
     assert newest.name == on_disk(record)[-1] and newest.read_bytes() == (b"second" if lands else b"first")
 
 
-def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_json_without_it(tmp_path, monkeypatch):
-    """A crash there (no `finish` after it) leaves the old run.json: it never lists a file that is not on disk."""
-    record = new_record(tmp_path)
+def refuse_run_json_moves(monkeypatch) -> None:
+    """Every move of a run.json fails as on a full disk; other moves go through."""
     replace = os.replace
 
     def refuse_run_json(source, target):
@@ -146,6 +145,12 @@ def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_j
         replace(source, target)
 
     monkeypatch.setattr(os, "replace", refuse_run_json)
+
+
+def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_json_without_it(tmp_path, monkeypatch):
+    """A crash there (no `finish` after it) leaves the old run.json: it never lists a file that is not on disk."""
+    record = new_record(tmp_path)
+    refuse_run_json_moves(monkeypatch)
     with pytest.raises(OSError, match="No space"):
         record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)
     monkeypatch.undo()
@@ -205,14 +210,7 @@ def test_background_batches_land_in_order_and_finish_waits_for_them(tmp_path, mo
 def test_a_failed_background_commit_is_raised_once_and_the_next_finish_lists_what_landed(tmp_path, monkeypatch):
     """As in the foreground: the checkpoint moved before run.json's move failed, so the record lists it."""
     record = background_record(tmp_path)
-    replace = os.replace
-
-    def refuse_run_json(source, target):
-        if Path(target).name == runs.MANIFEST:
-            raise OSError(28, "No space left on device")
-        replace(source, target)
-
-    monkeypatch.setattr(os, "replace", refuse_run_json)
+    refuse_run_json_moves(monkeypatch)
     record.save_checkpoint("model_0.pt", writer(b"weights"), iteration=0)  # returns: the commit fails later
     record.save_checkpoint("model_1.pt", writer(b"later"), iteration=1)  # after a failed one: never moved
     with pytest.raises(OSError, match="No space"):
