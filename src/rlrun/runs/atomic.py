@@ -99,6 +99,28 @@ class Batch:
         _fsync_directory(self.targets[-1].parent)
 
 
+def commit_batch(batch: Batch, moved: list[Path], then: Callable[[list[Path]], None]) -> None:
+    """Commit a written `batch` (see `Batch`), discard its folders, call `then(moved)` with the paths moved
+    whether or not the commit completed, and fsync its last folder once it did."""
+    try:
+        batch.commit(moved)
+    finally:
+        batch.discard()
+        then(moved)
+    batch.fsync_last_directory()
+
+
+class ForegroundCommits:
+    """`BackgroundCommits`' interface for a writer that commits each batch at once, in its own thread: `submit`
+    returns once the batch is in place and raises what its commit raised."""
+
+    def submit(self, batch: Batch, moved: list[Path], then: Callable[[list[Path]], None]) -> None:
+        commit_batch(batch, moved, then)
+
+    def wait(self) -> None:
+        """Nothing is ever in flight."""
+
+
 class BackgroundCommits:
     """Commits written batches on threads, in the order given, while the writer goes on.
 
@@ -135,12 +157,7 @@ class BackgroundCommits:
                 batch.discard()
                 return
             try:
-                try:
-                    batch.commit(moved)
-                finally:
-                    batch.discard()
-                    then(moved)
-                batch.fsync_last_directory()
+                commit_batch(batch, moved, then)
             except BaseException as error:  # raised in the writer by its next `wait`
                 self._error = error
 

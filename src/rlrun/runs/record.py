@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlrun.runs.atomic import BackgroundCommits, Batch, atomic_paths, atomic_write_text
+from rlrun.runs.atomic import BackgroundCommits, Batch, ForegroundCommits, atomic_write_text
 from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
 
 
@@ -35,9 +35,9 @@ class RunRecord:
     def __init__(self, directory: Path, manifest: dict[str, Any], background: bool = False) -> None:
         self.dir = directory
         self.manifest = manifest
-        self._commits = BackgroundCommits() if background else None
+        self._commits = BackgroundCommits() if background else ForegroundCommits()
         self._listed: list[dict[str, Any]] = manifest.get("checkpoints", [])
-        """In the background, the entries of the newest run.json handed to a commit (the next builds on it)."""
+        """The entries of the newest run.json handed to a commit (the next builds on it)."""
 
     @classmethod
     def create(
@@ -73,62 +73,44 @@ class RunRecord:
         write_manifest(self.dir, self.manifest)
 
     def settle(self) -> None:
-        """Wait until every checkpoint saved so far is in place and listed (a no-op without `background`)."""
-        if self._commits is not None:
-            try:
-                self._commits.wait()
-            finally:
-                self._listed = self.manifest["checkpoints"]
+        """Wait until every checkpoint saved so far is in place and listed (at once without `background`)."""
+        try:
+            self._commits.wait()
+        finally:
+            self._listed = self.manifest["checkpoints"]
 
     def save_checkpoint(self, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
         """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
         run.json with `fields`, replacing an entry of the same file (saved again); return the file's path.
 
-        One batch of two atomic writes (`atomic_paths`): the checkpoint is moved into place before run.json.
+        One batch of two atomic writes (`runs.atomic.Batch`): the checkpoint is moved into place before run.json.
         Once the checkpoint is in place the record lists it, even when an exception stops the batch before
         run.json's move: the next write of run.json (`finish`) then lists a file that exists.
         """
         path = self.dir / name
-        moved: list[Path] = []
-        if self._commits is not None:
-            self._save_in_background(path, name, save, fields)
-            return path
-        try:
-            with atomic_paths(path, self.dir / MANIFEST, moved=moved) as (checkpoint, manifest):
-                save(str(checkpoint))
-                entries = self._entries(name, fields, self.manifest["checkpoints"])
-                manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
-        finally:
-            if moved:
-                self.manifest["checkpoints"] = entries
-        return path
-
-    def _entries(self, name: str, fields: dict[str, Any], listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        entries = [entry for entry in listed if entry["file"] != name]
-        entries.append({"file": name, **fields, "saved_at": utc_now()})
-        return entries
-
-    def _save_in_background(self, path: Path, name: str, save: Callable[[str], Any], fields: dict[str, Any]) -> None:
-        """`save_checkpoint`'s batch, written here and committed by `self._commits` after the ones before it; its
-        run.json builds on theirs (`_listed`)."""
-        assert self._commits is not None
         batch = Batch((path, self.dir / MANIFEST))
         try:
             batch.prepare()
             checkpoint, manifest = batch.temporaries
             save(str(checkpoint))
-            entries = self._entries(name, fields, self._listed)
+            entries = [entry for entry in self._listed if entry["file"] != name]
+            entries.append({"file": name, **fields, "saved_at": utc_now()})
             manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
         except BaseException:
             batch.discard()
             raise
 
         def listed(moved: list[Path]) -> None:
-            if moved:  # the checkpoint is in place: the record lists it, as `save_checkpoint` does
+            if moved:  # the checkpoint is in place: the record lists it, even if run.json's move failed
                 self.manifest["checkpoints"] = entries
 
-        self._commits.submit(batch, [], listed)
+        try:  # at once, or after the batches before it in the background (see `settle`)
+            self._commits.submit(batch, [], listed)
+        except BaseException:
+            self._listed = self.manifest["checkpoints"]
+            raise
         self._listed = entries
+        return path
 
     def finish(self, status: str, **fields: Any) -> None:
         """Set the final status and write run.json, after every checkpoint's commit (a commit's error is raised
