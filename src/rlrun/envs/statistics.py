@@ -28,8 +28,7 @@ class _Log:
     JOIN = 256
     """Pieces joined into one chunk at a time."""
 
-    def __init__(self, dtype: Any) -> None:
-        self._dtype = dtype
+    def __init__(self) -> None:
         self._chunks: list[np.ndarray] = []
         self._pieces: list[np.ndarray] = []
         self._size = 0
@@ -81,8 +80,8 @@ class EpisodeStatistics(VectorWrapper):
         self.on_step = on_step
         self.env_steps = 0
         self._num_envs = self.num_envs
-        self._episode_returns = _Log(np.float64)
-        self._episode_lengths = _Log(np.int64)
+        self._episode_returns = _Log()
+        self._episode_lengths = _Log()
         self._returns = torch.zeros(self.num_envs, dtype=torch.float64, device=self.device)
         self._lengths = torch.zeros(self.num_envs, dtype=torch.int64, device=self.device)
         self._done = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
