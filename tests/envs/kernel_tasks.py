@@ -9,17 +9,17 @@ class UnexportableCartPole(CartPoleVectorEnv):
     """A cart-pole whose `dynamics` branch on data, which `torch.export` refuses: its build fails."""
 
     @staticmethod
-    def dynamics(components, force, k):
+    def dynamics(components, actions, k):
         if bool(components[0].sum() > 0):  # data-dependent control flow
-            force = -force
-        return CartPoleVectorEnv.dynamics(components, force, k)
+            components = -components
+        return CartPoleVectorEnv.dynamics(components, actions, k)
 
 
 class InPlaceCartPole(CartPoleVectorEnv):
     """A cart-pole whose `dynamics` also writes the next state into its input: the build's check refuses it."""
 
     @staticmethod
-    def dynamics(components, force, k):
-        obs, reward, terminated, state = CartPoleVectorEnv.dynamics(components, force, k)
+    def dynamics(components, actions, k):
+        obs, reward, terminated, state = CartPoleVectorEnv.dynamics(components, actions, k)
         components.copy_(state)
         return obs, reward, terminated, state

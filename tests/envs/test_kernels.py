@@ -15,6 +15,8 @@ from rlrun.envs.cartpole import CartPoleVectorEnv
 from rlrun.errors import InvalidArgument
 
 HERE = Path(__file__).parent
+DISCRETE = {"continuous": False}
+"""The kernel options of a discrete cart-pole."""
 
 
 def test_auto_steps_compiled_from_1024_envs_on_the_cpu_and_eagerly_below():
@@ -63,15 +65,40 @@ def test_a_kernel_that_writes_its_input_state_is_refused_when_it_is_built(tmp_pa
 
     with pytest.raises(InvalidArgument, match="kernel='compiled'"):
         InPlaceCartPole(8, kernel="compiled")
-    reason = (kernels.kernel_folder(InPlaceCartPole) / kernels.FAILED).read_text()
+    reason = (kernels.kernel_folder(InPlaceCartPole, DISCRETE) / kernels.FAILED).read_text()
     assert "wrote its input state" in reason
 
 
-def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too():
+@pytest.mark.parametrize("bad", [2, -1])
+def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too(bad):
     env = CartPoleVectorEnv(8, kernel="compiled")
     env.reset(seed=0)
-    with pytest.raises(IndexError):
-        env.step(torch.full((8,), 2))
+    with pytest.raises(IndexError, match=rf"0 \(push left\) or 1 \(push right\), not {bad}\."):
+        env.step(torch.tensor([0, 1, bad, 0, 1, 1, 0, 0]))
+
+
+def test_the_discrete_and_the_continuous_cart_pole_have_a_kernel_each():
+    discrete, continuous = (CartPoleVectorEnv(8, continuous=flag, kernel="compiled") for flag in (False, True))
+    assert discrete.kernel_options() == DISCRETE and continuous.kernel_options() == {"continuous": True}
+    folders = {kernels.kernel_folder(CartPoleVectorEnv, env.kernel_options()) for env in (discrete, continuous)}
+    assert len(folders) == 2 and all((folder / kernels.LIBRARY).is_file() for folder in folders)
+
+
+@pytest.mark.parametrize("continuous", [False, True], ids=["discrete", "continuous"])
+def test_the_compiled_step_takes_actions_of_another_dtype_or_strided_as_the_eager_step_does(continuous):
+    """The kernel reads its actions as one contiguous dtype: others are converted, strided ones copied."""
+    plain = torch.tensor([0.9, -0.3, 0.5, -1.7, 0.2, -0.8, 1.2, 0.0], dtype=torch.float64)
+    if not continuous:
+        plain = (plain > 0).long()
+    wide = torch.stack([plain, -plain], dim=1)  # wide[:, 0] has a stride of 2
+    variants = [plain, plain.float() if continuous else plain.int(), wide[:, 0]]
+    eager = CartPoleVectorEnv(8, continuous=continuous, kernel="eager")
+    eager.reset(seed=1)
+    expected = eager.step(plain)[0]
+    for actions in variants:
+        env = CartPoleVectorEnv(8, continuous=continuous, kernel="compiled")
+        env.reset(seed=1)
+        torch.testing.assert_close(env.step(actions)[0], expected, rtol=0, atol=1e-6)
 
 
 def test_a_bad_kernel_mode_is_refused_with_the_nearest_one():
@@ -95,7 +122,7 @@ def test_a_failed_build_is_told_once_then_auto_steps_eagerly_and_compiled_is_ref
 
     env = UnexportableCartPole(kernels.AUTO_ENVS)
     assert env.kernel == "eager"
-    failed = kernels.kernel_folder(UnexportableCartPole) / kernels.FAILED
+    failed = kernels.kernel_folder(UnexportableCartPole, DISCRETE) / kernels.FAILED
     assert failed.is_file() and "exit status 1" in failed.read_text()
     assert f"could not compile the kernel (see {failed})" in capfd.readouterr().err
     # Only the failure and the lock file stay: no temporary folder, no half-built library.
@@ -122,7 +149,7 @@ def test_a_build_writes_only_into_the_cache_and_runs_in_a_child(tmp_path, monkey
     env = CartPoleVectorEnv(8, kernel="compiled")
     assert env.kernel == "compiled"
     assert list((tmp_path / "tmp").iterdir()) == []
-    folder = kernels.kernel_folder(CartPoleVectorEnv)
+    folder = kernels.kernel_folder(CartPoleVectorEnv, env.kernel_options())
     assert sorted(path.name for path in folder.iterdir()) == ["build.txt", kernels.LIBRARY]
     assert {name for name in sys.modules if name.startswith(("torch._inductor", "torch._export"))} == compilers
 

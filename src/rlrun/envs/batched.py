@@ -14,9 +14,9 @@ missing one fails when it is built, not in the middle of a run:
 
 A task may also offer a compiled CPU step (`rlrun.envs.kernels`): a pure torch `dynamics(components,
 actions, constants)` with the same physics as `advance` and `observe` together (it returns the next state
-rather than write it), plus `kernel_actions` and
-`kernel_constants`. The base then compiles it once per machine and steps through it on the CPU, unless the
-env is built with `kernel="eager"`.
+rather than write it), plus `kernel_actions`, `kernel_constants` and, where its constructor changes what
+the kernel takes, `kernel_options`. The base then compiles it once per machine and steps through it on
+the CPU, unless the env is built with `kernel="eager"`.
 
 The physics state is stored component-major: `components` is `[state_size, num_envs]`, one contiguous
 row per state component, so that elementwise torch ops run over contiguous vectors (about 3-10x
@@ -148,14 +148,21 @@ class BatchedVectorEnv(VectorEnv, ABC):
     """Optional, a staticmethod: `advance` and `observe` as one pure torch function for the compiler,
     `dynamics(components, actions, constants) -> (obs, reward, terminated, next_components)`. It takes the
     state `[state_size, n]` and what `kernel_actions` and `kernel_constants` return, writes nothing, and
-    returns new tensors. It must round as `advance` does (the same expressions in the same order). The
-    base hands the next state's memory to `components` (no copy back: at 65,536 envs the copy was 15% of
-    a step)."""
+    returns new tensors. Everything a step computes from the actions belongs in it (the cart-pole's force:
+    one more pass over memory outside the kernel was 7% of a step at 65,536 envs). It must round as
+    `advance` does (the same expressions in the same order). The base hands the next state's memory to
+    `components` (no copy back: at 65,536 envs the copy was 15% of a step)."""
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """The caller's `actions` (as `advance` gets them) in the `[num_envs]` form `dynamics` takes; checks
-        them as `advance` does."""
+        """The caller's `actions` (as `advance` gets them) as the contiguous `[num_envs]` tensor `dynamics`
+        takes, of the one dtype its kernel was built for; checks them as `advance` does."""
         raise NotImplementedError(f"{type(self).__name__} defines no compiled step.")
+
+    def kernel_options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments that change what `dynamics` is given (the dtype `kernel_actions`
+        returns, a branch taken at export): JSON values. Each set of options is a kernel of its own, built by
+        `task_class(num_envs=..., kernel="eager", **options)`. None by default."""
+        return {}
 
     def kernel_constants(self) -> torch.Tensor:
         """The task's constants as a 1-d float64 tensor for `dynamics` (read again every step, so that a
@@ -182,7 +189,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         if self.device.type != "cpu":
             raise InvalidArgument(f"kernel='compiled' steps on the CPU only, not on {self.device}; use 'auto'.")
         try:
-            return kernels.load(type(self), mode, self.num_envs)
+            return kernels.load(type(self), mode, self.num_envs, self.kernel_options())
         except kernels.KernelUnavailable as error:
             raise InvalidArgument(f"kernel='compiled': {error}; use kernel='auto' to step eagerly instead.") from None
 

@@ -122,12 +122,19 @@ class CartPoleVectorEnv(BatchedVectorEnv):
 
     @staticmethod
     def dynamics(
-        components: torch.Tensor, force: torch.Tensor, k: torch.Tensor
+        components: torch.Tensor, actions: torch.Tensor, k: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """`advance` and `observe` as one pure function, for the compiled step: Gymnasium's expressions in
-        Gymnasium's order. `force` is `kernel_actions`' float64 `[n]`, `k` is `kernel_constants`; returns
-        observation, reward, terminated and the next state."""
-        gravity, masspole, total_mass, length, polemass_length, tau, x_threshold, theta_threshold = k.unbind()
+        Gymnasium's order. `actions` is `kernel_actions`' `[n]`: int64 pushes in {0, 1}, or float64 for the
+        continuous cart-pole (a kernel each); `k` is `kernel_constants`. Returns observation, reward,
+        terminated and the next state."""
+        gravity, masspole, total_mass, length, polemass_length, tau, x_threshold, theta_threshold, force_mag = (
+            k.unbind()
+        )
+        if actions.dtype == torch.int64:  # Gymnasium's sign(action - 0.5) * force_mag of actions checked in {0, 1}
+            force = torch.where(actions == 1, force_mag, -force_mag)
+        else:
+            force = actions.clamp(-1.0, 1.0) * force_mag
         x, x_dot, theta, theta_dot = components.unbind()
         costheta = torch.cos(theta)
         sintheta = torch.sin(theta)
@@ -139,16 +146,29 @@ class CartPoleVectorEnv(BatchedVectorEnv):
         rows = (x + tau * x_dot, x_dot + tau * xacc, theta + tau * theta_dot, theta_dot + tau * thetaacc)
         terminated = (rows[0].abs() > x_threshold) | (rows[2].abs() > theta_threshold)
         obs = torch.stack([row.to(torch.float32) for row in rows], dim=1)
-        return obs, torch.ones_like(force, dtype=torch.float32), terminated, torch.stack(rows)
+        return obs, torch.ones_like(x, dtype=torch.float32), terminated, torch.stack(rows)
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
-        """The float64 force `[num_envs]` (discrete actions outside {0, 1} raise, as in `advance`)."""
-        return self._force(actions, self._constants()["pushes"])
+        """The actions `[num_envs]` for `dynamics`: float64 for the continuous cart-pole; int64 for the discrete
+        one, where an action outside {0, 1} raises IndexError, as in `advance`."""
+        if self.continuous:
+            return actions.reshape(self.num_envs).to(torch.float64).contiguous()
+        if actions.dtype != torch.int64:
+            actions = actions.long()
+        actions = actions.contiguous()
+        if actions.numpy().view(np.uint64).max() > 1:  # one pass: a negative action is a large unsigned one
+            bad = actions[(actions < 0) | (actions > 1)][0].item()
+            raise IndexError(f"A cart-pole's action is 0 (push left) or 1 (push right), not {bad}.")
+        return actions
 
     def kernel_constants(self) -> torch.Tensor:
-        """gravity, masspole, total_mass, length, polemass_length, tau and the two thresholds."""
+        """gravity, masspole, total_mass, length, polemass_length, tau, the two thresholds and force_mag."""
         self._constants()
         return self._k["kernel"]
+
+    def kernel_options(self) -> dict[str, Any]:
+        """`continuous`: the discrete and the continuous cart-pole take their actions in different dtypes."""
+        return {"continuous": self.continuous}
 
     def observe(self, components: torch.Tensor) -> torch.Tensor:
         """The state itself, in float32: `[n, 4]`."""
@@ -180,7 +200,9 @@ class CartPoleVectorEnv(BatchedVectorEnv):
             # Gymnasium's force, sign(action - 0.5) * force_mag, of actions 0 and 1.
             self._k["pushes"] = torch.tensor([-self.force_mag, self.force_mag], dtype=torch.float64, device=self.device)
             self._k["kernel"] = torch.tensor(
-                [*values[:6], self.x_threshold, self.theta_threshold_radians], dtype=torch.float64, device=self.device
+                [*values[:6], self.x_threshold, self.theta_threshold_radians, self.force_mag],
+                dtype=torch.float64,
+                device=self.device,
             )
             self._constants_of = values
         return self._k

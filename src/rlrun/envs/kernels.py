@@ -7,24 +7,27 @@ fused multiply-add: `-ffp-contract=off`), so the dynamics round as the eager one
 and cos.
 
 How a kernel comes to be, and what each part costs the caller's process:
-- **Build (once per machine):** a child process (`python -m rlrun.envs.kernels build module:Class DEST`)
-  exports the task's `dynamics` (`TaskStep`) with `num_envs` as a dynamic dimension, compiles it with
+- **Build (once per machine and variant):** a child process (`python -m rlrun.envs.kernels build
+  module:Class DEST OPTIONS`) builds an example env with the task's `kernel_options()` (the constructor
+  arguments that change what the kernel takes: the cart-pole's `continuous`), exports the task's `dynamics`
+  (`TaskStep`) with `num_envs` as a dynamic dimension, compiles it with
   AOTInductor, checks it against the eager function at two other batch sizes and keeps the shared library.
   About 20-40 s on two cores. The caller's process imports neither dynamo's compiler nor inductor;
   inductor's caches and temporary files go to a folder beside the cache that the build removes.
 - **Cache:** `$RLRUN_CACHE_DIR/kernels` (default `$XDG_CACHE_HOME/rlrun`, else `~/.cache/rlrun`), one
   folder per task class and key. The key hashes the source of the task's classes (its `dynamics` and what
-  feeds it: `kernel_actions`, `kernel_constants`) and of `TaskStep`, torch's and Python's versions, the
-  machine and its CPU flags (the library is compiled for this CPU's vector instructions). A build that
-  fails leaves `FAILED.txt` with the reason: later `auto` envs step eagerly without trying again; delete
-  the file to retry.
+  feeds it: `kernel_actions`, `kernel_constants`), the kernel options, `TaskStep`'s source, torch's and
+  Python's versions, the machine and its CPU flags (the library is compiled for this CPU's vector
+  instructions). A build that fails leaves `FAILED.txt` with the reason: later `auto` envs step eagerly
+  without trying again; delete the file to retry.
 - **Load (every env):** `torch._C._aoti.AOTIModelContainerRunnerCpu`, about 1 ms. It starts no thread
   and writes no file. Loading a shared library cannot be undone in a process: like an import, it stays
   mapped (once per library, however many envs load it).
 
 A task opts in with three members (see `BatchedVectorEnv`): `dynamics(components, actions, constants)`
 (pure torch, returns observation, reward, termination and the next state),
-`kernel_actions(actions)` and `kernel_constants()`.
+`kernel_actions(actions)` and `kernel_constants()`, and a fourth where its constructor changes what the
+kernel takes: `kernel_options()`.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import inspect
+import json
 import os
 import platform
 import subprocess
@@ -60,7 +64,7 @@ MAX_ENVS = 2**24
 CACHE_VARIABLE = "RLRUN_CACHE_DIR"
 FAILED = "FAILED.txt"
 LIBRARY = "kernel.so"
-FORMAT = 2
+FORMAT = 3
 """Bumped when the build changes in a way the key does not see."""
 
 
@@ -106,10 +110,12 @@ def _cpu_flags() -> str:
     return platform.processor()
 
 
-def kernel_folder(task_class: type) -> Path:
-    """The cache folder of `task_class`'s kernel on this machine, with this torch and this source."""
+def kernel_folder(task_class: type, options: dict[str, Any] | None = None) -> Path:
+    """The cache folder of `task_class`'s kernel for `options` (its `kernel_options()`) on this machine, with
+    this torch and this source."""
     parts = (
         str(FORMAT),
+        json.dumps(options or {}, sort_keys=True),
         *(
             inspect.getsource(cls)
             for cls in task_class.__mro__
@@ -125,12 +131,13 @@ def kernel_folder(task_class: type) -> Path:
     return cache_root() / "kernels" / f"{task_class.__module__}.{task_class.__qualname__}-{key}"
 
 
-def load(task_class: type, mode: str, num_envs: int) -> Any | None:
-    """The kernel runner of `task_class` for `mode` ("auto" or "compiled"), building it if the mode and
-    `num_envs` call for it; None where an `auto` env steps eagerly. `compiled` raises `KernelUnavailable`."""
+def load(task_class: type, mode: str, num_envs: int, options: dict[str, Any] | None = None) -> Any | None:
+    """The kernel runner of `task_class` built with `options` for `mode` ("auto" or "compiled"), building it if
+    the mode and `num_envs` call for it; None where an `auto` env steps eagerly. `compiled` raises
+    `KernelUnavailable`."""
     if mode == "auto" and num_envs < AUTO_ENVS:
         return None
-    folder = kernel_folder(task_class)
+    folder = kernel_folder(task_class, options)
     library, failed = folder / LIBRARY, folder / FAILED
     if not library.is_file():
         if failed.is_file():
@@ -138,7 +145,7 @@ def load(task_class: type, mode: str, num_envs: int) -> Any | None:
                 raise KernelUnavailable(f"building the kernel failed earlier; see {failed}")
             sys.stderr.write(f"rlrun: no compiled step (building it failed: {failed}); stepping eagerly\n")
             return None
-        build(task_class, folder)
+        build(task_class, folder, options)
         if not library.is_file():
             if mode == "compiled":
                 raise KernelUnavailable(f"building the kernel failed; see {failed}")
@@ -146,8 +153,8 @@ def load(task_class: type, mode: str, num_envs: int) -> Any | None:
     return torch._C._aoti.AOTIModelContainerRunnerCpu(str(library), 1)
 
 
-def build(task_class: type, folder: Path) -> None:
-    """Compile `task_class`'s kernel into `folder` in a child process, under a lock, once.
+def build(task_class: type, folder: Path, options: dict[str, Any] | None = None) -> None:
+    """Compile `task_class`'s kernel for `options` into `folder` in a child process, under a lock, once.
 
     A failure is written to `folder/FAILED.txt` (the child's last lines); an interrupt leaves nothing.
     """
@@ -167,7 +174,7 @@ def build(task_class: type, folder: Path) -> None:
             environment = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(Path(work) / "inductor"), "TMPDIR": work,
                            "TORCHINDUCTOR_COMPILE_THREADS": "1", "OMP_NUM_THREADS": "1"}  # fmt: skip
             child = subprocess.run(
-                [sys.executable, "-m", __name__, "build", entry, str(Path(work) / "out")],
+                [sys.executable, "-m", __name__, "build", entry, str(Path(work) / "out"), json.dumps(options or {})],
                 env=environment,
                 capture_output=True,
                 text=True,
@@ -196,15 +203,16 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _compile(entry: str, out: Path) -> None:
-    """In the build child: export the task's `TaskStep` at a dynamic `num_envs` and compile it to `out`."""
+def _compile(entry: str, out: Path, options: dict[str, Any]) -> None:
+    """In the build child: export the `TaskStep` of the task built with `options` at a dynamic `num_envs` and
+    compile it to `out`."""
     import zipfile
 
     from gymnasium.envs.registration import load_env_creator
 
     torch.set_num_threads(1)  # a single-threaded loop: rlrun's own env runs on one thread (see threads.py)
     task_class = load_env_creator(entry)
-    example = task_class(num_envs=64, kernel="eager")
+    example = task_class(num_envs=64, kernel="eager", **options)
     example.reset(seed=0)
     actions = torch.as_tensor(example.action_space.sample(), device=example.device)
     inputs = (
@@ -222,11 +230,11 @@ def _compile(entry: str, out: Path) -> None:
             raise RuntimeError(f"expected one shared library in {package}, found {libraries}")
         out.mkdir(parents=True)
         (out / LIBRARY).write_bytes(archive.read(libraries[0]))
-    _check(task_class, out / LIBRARY)
-    (out / "build.txt").write_text(f"{entry}\ntorch {torch.__version__}\n")
+    _check(task_class, out / LIBRARY, options)
+    (out / "build.txt").write_text(f"{entry} {json.dumps(options)}\ntorch {torch.__version__}\n")
 
 
-def _check(task_class: type, library: Path) -> None:
+def _check(task_class: type, library: Path, options: dict[str, Any]) -> None:
     """Refuse a kernel that does not step like the eager `dynamics` at other batch sizes than the example's.
 
     Inductor may specialize the dynamic dimension without a word (a kernel built at 64 envs then steps 64
@@ -235,7 +243,7 @@ def _check(task_class: type, library: Path) -> None:
     """
     runner = torch._C._aoti.AOTIModelContainerRunnerCpu(str(library), 1)
     for num_envs in (3, 1000):
-        env = task_class(num_envs=num_envs, kernel="eager")
+        env = task_class(num_envs=num_envs, kernel="eager", **options)
         env.reset(seed=num_envs)
         for _ in range(5):
             actions = torch.as_tensor(env.action_space.sample()).reshape(env.action_space.shape)
@@ -256,6 +264,6 @@ def _check(task_class: type, library: Path) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] != "build":
-        sys.exit(f"usage: python -m {__name__} build module:Class OUT")
-    _compile(sys.argv[2], Path(sys.argv[3]))
+    if len(sys.argv) != 5 or sys.argv[1] != "build":
+        sys.exit(f"usage: python -m {__name__} build module:Class OUT OPTIONS_JSON")
+    _compile(sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4]))
