@@ -73,19 +73,25 @@ def test_ended_envs_restart_in_the_same_step_and_report_their_final_observation(
     assert env.steps.tolist() == [0, 0, 3, 3]
 
 
-def test_ended_envs_lists_the_envs_that_ended_in_the_last_step_on_the_cpu():
+def test_ended_envs_and_their_lengths_are_those_of_the_last_step_on_the_cpu():
     env = walk(4, True, max_episode_steps=3)
     env.reset(seed=0)
-    assert env.ended_envs.tolist() == []
+    assert env.ended_envs.tolist() == [] and env.ended_lengths.tolist() == []
     forward = torch.tensor([[1.5], [0.0], [1.5], [0.0]])
-    seen = []
+    seen, lengths = [], []
     for _ in range(3):
         _, _, terminated, truncated, _ = env.step(forward)
         seen.append(env.ended_envs.tolist())
+        lengths.append(env.ended_lengths.tolist())
         assert seen[-1] == torch.nonzero(terminated | truncated)[:, 0].tolist()
     assert seen == [[], [0, 2], [1, 3]]  # envs 0 and 2 pass x = 3 on the 2nd step; 1 and 3 reach the limit
-    with pytest.raises(AttributeError, match="CPU only"):
-        _ = walk(2, False).ended_envs
+    assert lengths == [[], [2, 2], [3, 3]]
+    env.steps[1] = 2  # the counters are the env's (written in place, they are what the time limit counts)
+    env.step(torch.zeros(4, 1))
+    assert env.ended_envs.tolist() == [1] and env.ended_lengths.tolist() == [3]
+    for member in ("ended_envs", "ended_lengths"):
+        with pytest.raises(AttributeError, match="CPU only"):
+            getattr(walk(2, False), member)
 
 
 @RESTARTS

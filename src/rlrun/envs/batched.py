@@ -42,6 +42,9 @@ from gymnasium.vector.utils import batch_space
 from rlrun.envs.rendering import GymnasiumPainter, SubEnvFrames
 from rlrun.errors import InvalidArgument, did_you_mean
 
+_NO_LENGTHS = np.empty(0, dtype=np.int32)
+_NO_LENGTHS.flags.writeable = False
+
 
 class BatchedVectorEnv(VectorEnv, ABC):
     """`num_envs` copies of one task, stepped together in torch on `device`, restarted in the same step.
@@ -111,6 +114,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         self._kernel = self._load_kernel(kernel)
         self._ended = np.empty(0, dtype=np.int64)
+        self._ended_lengths = _NO_LENGTHS
 
     # ------------------------------------------------------------------ what a task implements
 
@@ -226,6 +230,15 @@ class BatchedVectorEnv(VectorEnv, ABC):
         return self._ended
 
     @property
+    def ended_lengths(self) -> np.ndarray:
+        """On the CPU, the lengths of the episodes that ended in the last step (their `steps` counts as they
+        ended, the time limit's count), in `ended_envs`' order: a NumPy int32 array the env does not write
+        again. `EpisodeStatistics` records them rather than keep step counters of its own."""
+        if not self._draw_for_ended_only:
+            raise AttributeError(f"ended_lengths is kept on the CPU only, not on {self.device}.")
+        return self._ended_lengths
+
+    @property
     def state(self) -> torch.Tensor:
         """Physics state `[num_envs, state_size]`: a view of `components` (writes go through)."""
         return self.components.T
@@ -283,6 +296,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         done = np.logical_or(terminated.numpy(), truncated)
         obs = final_obs.clone()
         self._ended = ended = np.flatnonzero(done)
+        self._ended_lengths = steps[ended] if ended.size else _NO_LENGTHS
         if ended.size:
             index = torch.from_numpy(ended)
             fresh = self.initial_state(len(ended), None)

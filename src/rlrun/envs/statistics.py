@@ -69,7 +69,8 @@ class EpisodeStatistics(VectorWrapper):
     Running returns and lengths stay on the env's device; a step syncs with the host only to fetch
     the episodes that ended in it, into NumPy logs (a step at 4,096 envs ends some 200 episodes: a Python
     number for each, every step, cost more than the step). `on_step(self)` is called after every step
-    (progress displays).
+    (progress displays). A native task on the CPU counts its episodes' lengths itself (`ended_lengths`, from
+    its reset, as its time limit does); for other envs the wrapper counts them, from its own reset.
     """
 
     env_steps: int
@@ -93,7 +94,8 @@ class EpisodeStatistics(VectorWrapper):
             # (`_clock`) at which each env's episode started: a length is one subtraction when it ends.
             self._views = (self._returns.numpy(), self._lengths.numpy(), self._done.numpy())
             if isinstance(env, BatchedVectorEnv) and type(env).step is BatchedVectorEnv.step:
-                self._native = env  # it has found the ended envs already: no second search
+                # It has found the ended envs and counted their steps already: no second search, no counters.
+                self._native = env
 
     @property
     def episodes(self) -> int:
@@ -134,14 +136,20 @@ class EpisodeStatistics(VectorWrapper):
         """Step the env, update the running statistics, record finished episodes, call `on_step`."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.env_steps += self._num_envs
-        if self._views is not None:  # on the CPU
+        if self._native is not None:  # a native task on the CPU: its ended envs and their lengths
+            returns = self._views[0]
+            np.add(returns, reward.numpy(), out=returns)
+            native = self._native
+            ended = native.ended_envs
+            if ended.size:
+                self._episode_returns.append(returns[ended])
+                self._episode_lengths.append(native.ended_lengths)
+                returns[ended] = 0.0
+        elif self._views is not None:  # another env on the CPU
             self._clock += 1
             returns, starts, done = self._views
             np.add(returns, reward.numpy(), out=returns)
-            if self._native is not None:
-                ended = self._native.ended_envs
-            else:
-                ended = np.logical_or(terminated.numpy(), truncated.numpy(), out=done).nonzero()[0]  # index order
+            ended = np.logical_or(terminated.numpy(), truncated.numpy(), out=done).nonzero()[0]  # index order
             if len(ended):
                 self._episode_returns.append(returns[ended])
                 self._episode_lengths.append(self._clock - starts[ended])
