@@ -164,13 +164,34 @@ def test_a_failure_between_the_two_moves_leaves_the_checkpoint_on_disk_and_run_j
 
 
 def background_record(tmp_path: Path) -> runs.RunRecord:
-    return runs.RunRecord.create(
+    """A background record whose first batch (its parameters and first run.json) is in place."""
+    record = runs.RunRecord.create(
         tmp_path / "logs", "lib", "exp", None, {"library": "lib", "task": "t"}, {}, background=True
     )
+    record.settle()
+    return record
 
 
 def commit_threads() -> list[threading.Thread]:
     return [thread for thread in threading.enumerate() if thread.name == "rlrun-commit"]
+
+
+def test_in_the_background_create_returns_before_its_files_are_in_place_and_run_json_lands_last(tmp_path, monkeypatch):
+    release = threading.Event()
+    fsync, replace = os.fsync, os.replace
+    moves = []
+    monkeypatch.setattr(os, "fsync", lambda descriptor: release.wait(10) and fsync(descriptor))
+    monkeypatch.setattr(os, "replace", lambda old, new: moves.append(Path(new).name) or replace(old, new))
+    params = {"agent.yaml": "a: 1\n", "env.yaml": "b: 2\n"}
+    manifest = {"library": "lib", "task": "t"}
+    record = runs.RunRecord.create(tmp_path / "logs", "lib", "exp", None, manifest, params, background=True)
+    assert not (record.dir / "run.json").exists() and len(commit_threads()) == 1
+    release.set()
+    record.settle()
+    assert moves == ["agent.yaml", "env.yaml", "run.json"]
+    assert (record.dir / "params" / "env.yaml").read_text() == "b: 2\n"
+    assert runs.read_manifest(record.dir)["status"] == "running" and commit_threads() == []
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
 
 
 def test_in_the_background_a_save_returns_before_the_disk_confirms_and_settle_lists_it(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlrun.runs.atomic import BackgroundCommits, Batch, ForegroundCommits, atomic_write_text
+from rlrun.runs.atomic import BackgroundCommits, Batch, ForegroundCommits
 from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
 
 
@@ -23,8 +23,8 @@ class RunRecord:
     """A training run's directory and its manifest, written atomically at every change.
 
     `create` claims the run directory, writes `params/agent.yaml`, `params/env.yaml` and a first
-    `run.json` with status `running`; `save_checkpoint` writes each checkpoint the library saves and lists
-    it; `finish` sets the final status.
+    `run.json` with status `running` (one batch, committed as a checkpoint's is); `save_checkpoint` writes
+    each checkpoint the library saves and lists it; `finish` sets the final status.
 
     With `background=True` a checkpoint's batch is committed on a thread (see the module docstring):
     `save_checkpoint` returns once the files are written, before they are in place, and `settle` waits for
@@ -63,9 +63,19 @@ class RunRecord:
             background,
         )
         (record.dir / "params").mkdir(parents=True)
-        for name, text in params.items():
-            atomic_write_text(record.dir / "params" / name, text)
-        record.write()
+        # One batch, run.json last (a run.json is never there without its parameters), committed like a
+        # checkpoint's: in the background, the training starts while the disk confirms (6 fsyncs, ~5 ms).
+        files = {record.dir / "params" / name: text for name, text in params.items()}
+        files[record.dir / MANIFEST] = manifest_text(record.manifest)
+        batch = Batch(tuple(files))
+        try:
+            batch.prepare()
+            for temporary, text in zip(batch.temporaries, files.values(), strict=True):
+                temporary.write_text(text, encoding="utf-8")
+        except BaseException:
+            batch.discard()
+            raise
+        record._commits.submit(batch, [], lambda moved: None)
         return record
 
     def write(self) -> None:
