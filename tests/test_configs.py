@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,14 @@ def test_a_yaml_file_is_parsed_once_per_text_and_every_caller_gets_its_own_confi
     first["actor"]["hidden_dims"].append(999)
     second = configs.load_agent_config("rsl_rl", "ppo", "rlrun/CartPoleContinuous-v1")
     assert second["actor"]["hidden_dims"] == [32, 32] and len(parses) == 3
+
+
+def test_yaml_text_is_safe_dumps_for_every_shipped_configuration():
+    """`to_yaml` uses libyaml's emitter when it can: the text must be `yaml.safe_dump`'s, which params files had."""
+    import yaml
+
+    shipped = sorted(Path(configs.__file__).parent.rglob("*.yaml"))
+    assert len(shipped) > 10
+    for path in shipped:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert configs.to_yaml(config) == yaml.safe_dump(config, sort_keys=False), path
