@@ -118,3 +118,14 @@ def test_yaml_text_is_safe_dumps_for_every_shipped_configuration():
     for path in shipped:
         config = yaml.safe_load(path.read_text(encoding="utf-8"))
         assert configs.to_yaml(config) == yaml.safe_dump(config, sort_keys=False), path
+
+
+def test_overrides_apply_in_their_order_a_later_one_winning():
+    """All overrides go through one merge; the result is that of applying them one after another."""
+    config = {"a": {"b": 1, "c": [1, 2]}, "lr": 0.1, "n": 3}
+    words = ["a={b: 5, c: [3]}", "a.b=7", "lr=0.2", "lr=0.3"]
+    assert configs.apply_overrides(config, words, scope="agent") == {"a": {"b": 7, "c": [3]}, "lr": 0.3, "n": 3}
+    words = ["a.c=[4,5]", "a={b: 2, c: [9]}"]
+    assert configs.apply_overrides(config, words, scope="agent") == {"a": {"b": 2, "c": [9]}, "lr": 0.1, "n": 3}
+    with pytest.raises(UnknownConfigKey, match=r"'agent\.a\.d'"):  # the one at fault is named
+        configs.apply_overrides(config, ["lr=0.2", "a.d=1"], scope="agent")

@@ -219,6 +219,15 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
 
     base = OmegaConf.create(dict(config))
     OmegaConf.set_struct(base, True)
+    try:  # every override in one merge (each merge copies the whole configuration: about 1.5 ms)
+        merged = OmegaConf.merge(base, OmegaConf.from_dotlist(dotlist))
+    except (OmegaConfBaseException, yaml.YAMLError):
+        merged = None  # one by one below, to name the override at fault
+    if merged is not None:
+        for item in dotlist:
+            key = item.split("=", 1)[0]
+            _check_type(config, OmegaConf.select(merged, key), key, scope)
+        return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
     for item in dotlist:
         key = item.split("=", 1)[0]
         try:
