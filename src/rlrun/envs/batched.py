@@ -165,7 +165,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
     def kernel_options(self) -> dict[str, Any]:
         """The constructor's keyword arguments that change what `dynamics` is given (the dtype `kernel_actions`
         returns, a branch taken at export): JSON values. Each set of options is a kernel of its own, built by
-        `task_class(num_envs=..., kernel="eager", **options)`. None by default."""
+        `task_class(num_envs=..., kernel="eager", **options)`. Empty by default."""
         return {}
 
     def kernel_constants(self) -> torch.Tensor:
