@@ -264,6 +264,34 @@ def test_a_ctrl_c_while_waiting_for_a_commit_is_raised_after_the_commit_is_done(
     assert on_disk(record) == ["model_0.pt"]
 
 
+def test_a_ctrl_c_while_a_save_waits_for_the_oldest_commit_is_raised_and_the_checkpoint_still_lands(
+    tmp_path, monkeypatch
+):
+    record = background_record(tmp_path)
+    release = threading.Event()  # the disk holds every commit until the Ctrl-C: all of them stay in flight
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: release.wait(10) and fsync(descriptor))
+    in_flight = runs.atomic.BackgroundCommits.IN_FLIGHT
+    for index in range(in_flight):
+        record.save_checkpoint(f"model_{index}.pt", writer(b"w%d" % index), iteration=index)
+    join = threading.Thread.join
+    interrupts = [KeyboardInterrupt()]
+
+    def interrupted_join(thread, timeout=None):
+        if interrupts:
+            release.set()
+            raise interrupts.pop()
+        return join(thread, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    with pytest.raises(KeyboardInterrupt):  # was swallowed: a second Ctrl-C did not stop at once
+        record.save_checkpoint(f"model_{in_flight}.pt", writer(b"last"), iteration=in_flight)
+    monkeypatch.setattr(threading.Thread, "join", join)
+    record.settle()
+    assert on_disk(record) == in_memory(record) == [f"model_{index}.pt" for index in range(in_flight + 1)]
+    assert commit_threads() == [] and not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
+
+
 # --- a training process killed with SIGKILL -----------------------------------------------------------------
 
 TASK = "rlrun/CartPoleContinuous-v1"

@@ -143,10 +143,12 @@ class BackgroundCommits:
 
     def submit(self, batch: Batch, moved: list[Path], then: Callable[[list[Path]], None]) -> None:
         """Commit `batch` (discarding its folders, fsyncing its last folder) after the batches before it, then
-        call `then(moved)` with the paths that were moved, whether or not the commit completed."""
+        call `then(moved)` with the paths that were moved, whether or not the commit completed. A Ctrl-C while
+        it waits for the oldest batch (`IN_FLIGHT` of them in flight) is raised once this one is submitted."""
         self._threads = [thread for thread in self._threads if thread.is_alive()]
+        interrupted = False
         if len(self._threads) >= self.IN_FLIGHT:
-            self._join(self._threads[:1])
+            interrupted = self._join(self._threads[:1])
             self._threads = self._threads[1:]
         previous = self._threads[-1] if self._threads else None
 
@@ -164,6 +166,8 @@ class BackgroundCommits:
         thread = threading.Thread(target=run, name="rlrun-commit", daemon=False)
         thread.start()
         self._threads.append(thread)
+        if interrupted:  # a Ctrl-C while the oldest commit finished: raised now, this batch still on its way
+            raise KeyboardInterrupt
 
     def wait(self) -> None:
         threads, self._threads = self._threads, []
