@@ -123,3 +123,42 @@ def test_repeated_calls_runs_a_library_to_its_verdict(name):
     out = run_script("repeated_calls.py", "--calls", "1", "--rounds", "1", "--iterations", "1", "--libraries", name)
     assert "round 1 (processes first): processes" in out and "over 1 pair," in out
     assert out.splitlines()[-1].endswith("NOT met (1 of 6 rows measured)")
+
+
+def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call(benchmark, tmp_path):
+    """`overhead_parts.py`: the statistics pass-through records nothing; plain checkpoints skip run.json."""
+    import torch
+
+    from rlrun import runs
+    from rlrun.envs import EpisodeStatistics, make_env
+
+    parts = benchmark("overhead_parts")
+    called = []
+
+    def run(tmp, iterations):
+        env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 2, env_kwargs={"max_episode_steps": 3}))
+        env.reset(seed=0)
+        for _ in range(4):
+            env.step(torch.zeros(2, dtype=torch.int64))
+        record = runs.RunRecord.create(tmp, "lib", "exp", None, {"library": "lib", "task": "t"}, {})
+        record.save_checkpoint("model_0.pt", lambda path: Path(path).write_bytes(b"w"), iteration=0)
+        listed = [entry["file"] for entry in runs.read_manifest(record.dir)["checkpoints"]]
+        called.append(((env.env_steps, env.episodes, listed), record))
+
+    for name, variant in parts.variants(type("Row", (), {"direct": run, "through_rlrun": run})).items():
+        variant(tmp_path / name.replace(" ", "_"), 1)
+    (alone, _), (through, _), (bare, _), (plain, plain_record) = called
+    assert alone == through == (8, 2, ["model_0.pt"])
+    assert bare == (8, 0, ["model_0.pt"])  # steps counted, no episode recorded
+    assert plain == (8, 2, []) and (plain_record.dir / "model_0.pt").read_bytes() == b"w"  # run.json not rewritten
+    assert [entry["file"] for entry in plain_record.manifest["checkpoints"]] == ["model_0.pt"]
+    assert EpisodeStatistics.step is not parts._bare_step  # put back after the call
+    assert runs.RunRecord.save_checkpoint is not parts._plain_checkpoint
+
+
+@pytest.mark.slow
+def test_overhead_parts_times_every_variant_of_a_row():
+    pytest.importorskip("rl_games")
+    out = run_script("overhead_parts.py", "--library", "rl_games", "--rounds", "1", "--iterations", "1")
+    for name in ("library alone", "through rlrun", "without step statistics", "plain checkpoints"):
+        assert f"  {name}" in out and "library alone / this" in out
