@@ -38,14 +38,23 @@ def atomic_paths(*paths: str | os.PathLike[str], moved: list[Path] | None = None
     the same bytes as they would to the path itself. On any exception (KeyboardInterrupt included) every
     temporary folder is removed and the paths not yet moved are untouched.
     """
+    with written_batch(*paths) as batch:
+        yield batch.temporaries
+    commit_batch(batch, moved if moved is not None else [], lambda _: None)
+
+
+@contextmanager
+def written_batch(*paths: str | os.PathLike[str]) -> Iterator[Batch]:
+    """Yield a prepared `Batch` of `paths` for the caller to write its `temporaries`; should the writing raise
+    (KeyboardInterrupt included), its temporary folders are removed. Commit it afterwards: `commit_batch`, or a
+    committer's `submit`."""
     batch = Batch(paths)
     try:
         batch.prepare()
-        yield batch.temporaries
-        batch.commit(moved)
-    finally:
+        yield batch
+    except BaseException:
         batch.discard()
-    batch.fsync_last_directory()
+        raise
 
 
 class Batch:

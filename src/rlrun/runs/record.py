@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rlrun.runs.atomic import BackgroundCommits, Batch, ForegroundCommits
+from rlrun.runs.atomic import BackgroundCommits, ForegroundCommits, written_batch
 from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
 
 
@@ -67,14 +67,9 @@ class RunRecord:
         # checkpoint's: in the background, the training starts while the disk confirms (6 fsyncs, ~5 ms).
         files = {record.dir / "params" / name: text for name, text in params.items()}
         files[record.dir / MANIFEST] = manifest_text(record.manifest)
-        batch = Batch(tuple(files))
-        try:
-            batch.prepare()
+        with written_batch(*files) as batch:
             for temporary, text in zip(batch.temporaries, files.values(), strict=True):
                 temporary.write_text(text, encoding="utf-8")
-        except BaseException:
-            batch.discard()
-            raise
         record._commits.submit(batch, [], lambda moved: None)
         return record
 
@@ -93,22 +88,17 @@ class RunRecord:
         """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
         run.json with `fields`, replacing an entry of the same file (saved again); return the file's path.
 
-        One batch of two atomic writes (`runs.atomic.Batch`): the checkpoint is moved into place before run.json.
+        One batch of two atomic writes (`atomic.written_batch`): the checkpoint is moved into place before run.json.
         Once the checkpoint is in place the record lists it, even when an exception stops the batch before
         run.json's move: the next write of run.json (`finish`) then lists a file that exists.
         """
         path = self.dir / name
-        batch = Batch((path, self.dir / MANIFEST))
-        try:
-            batch.prepare()
+        with written_batch(path, self.dir / MANIFEST) as batch:
             checkpoint, manifest = batch.temporaries
             save(str(checkpoint))
             entries = [entry for entry in self._listed if entry["file"] != name]
             entries.append({"file": name, **fields, "saved_at": utc_now()})
             manifest.write_text(manifest_text({**self.manifest, "checkpoints": entries}), encoding="utf-8")
-        except BaseException:
-            batch.discard()
-            raise
 
         def listed(moved: list[Path]) -> None:
             if moved:  # the checkpoint is in place: the record lists it, even if run.json's move failed
