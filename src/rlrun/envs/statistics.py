@@ -136,25 +136,23 @@ class EpisodeStatistics(VectorWrapper):
         """Step the env, update the running statistics, record finished episodes, call `on_step`."""
         obs, reward, terminated, truncated, info = self.env.step(actions)
         self.env_steps += self._num_envs
-        if self._native is not None:  # a native task on the CPU: its ended envs and their lengths
-            returns = self._views[0]
-            np.add(returns, reward.numpy(), out=returns)
-            native = self._native
-            ended = native.ended_envs
-            if ended.size:
-                self._episode_returns.append(returns[ended])
-                self._episode_lengths.append(native.ended_lengths)
-                returns[ended] = 0.0
-        elif self._views is not None:  # another env on the CPU
-            self._clock += 1
+        if self._views is not None:  # on the CPU
             returns, starts, done = self._views
             np.add(returns, reward.numpy(), out=returns)
-            ended = np.logical_or(terminated.numpy(), truncated.numpy(), out=done).nonzero()[0]  # index order
-            if len(ended):
+            native = self._native
+            if native is not None:  # a native task: it has found the ended envs and counted their steps
+                ended = native.ended_envs
+            else:
+                self._clock += 1
+                ended = np.logical_or(terminated.numpy(), truncated.numpy(), out=done).nonzero()[0]  # index order
+            if ended.size:
                 self._episode_returns.append(returns[ended])
-                self._episode_lengths.append(self._clock - starts[ended])
                 returns[ended] = 0.0
-                starts[ended] = self._clock
+                if native is not None:
+                    self._episode_lengths.append(native.ended_lengths)
+                else:
+                    self._episode_lengths.append(self._clock - starts[ended])
+                    starts[ended] = self._clock
         else:
             returns, lengths, done = self._returns, self._lengths, self._done
             returns.add_(reward)
