@@ -19,6 +19,7 @@ import torch
 import tqdm
 
 import rlrun
+from rlrun import runs
 from rlrun.api import CORE_IMPORTS
 from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
@@ -145,6 +146,13 @@ def test_skrl_on_torch_and_jax_then_rsl_rl_leave_no_thread_descriptor_or_exit_ho
 
 def test_the_run_directory_is_skrls_experiment_directory_and_checkpoints_are_recorded(log_root, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    batches, save_checkpoints = [], runs.RunRecord.save_checkpoints
+
+    def spy(record, checkpoints):
+        batches.append([Path(name).name for name, _, _ in checkpoints])
+        return save_checkpoints(record, checkpoints)
+
+    monkeypatch.setattr(runs.RunRecord, "save_checkpoints", spy)
     result = train(
         log_root,
         max_iterations=3,
@@ -161,6 +169,10 @@ def test_the_run_directory_is_skrls_experiment_directory_and_checkpoints_are_rec
     agents = [name for name in files if "best" not in name]
     assert agents == ["checkpoints/agent_10.pt", "checkpoints/agent_20.pt", "checkpoints/agent_24.pt"]  # last step too
     assert files[-1] == "checkpoints/agent_24.pt" and result.checkpoint == result.run_dir / files[-1]
+    # a best agent and the current one, saved at one moment, are one batch: one run.json lists both
+    assert [batch[-1] for batch in batches] == ["agent_10.pt", "agent_20.pt", "agent_24.pt"]
+    assert any(batch[0] == "best_agent.pt" for batch in batches)
+    assert all(batch[:-1] in ([], ["best_agent.pt"]) for batch in batches)
     assert sorted(path.name for path in (result.run_dir / "checkpoints").iterdir()) == sorted(
         {Path(name).name for name in files}
     ), "only complete checkpoints, no temporary files"

@@ -82,6 +82,59 @@ def test_a_checkpoint_and_its_run_json_entry_take_three_fsyncs_where_two_atomic_
     assert on_disk(record) == ["model_0.pt", "model_1.pt", "checkpoints/agent_8.pt"]
 
 
+def test_checkpoints_of_one_moment_are_one_batch_listed_by_one_run_json_in_their_order(tmp_path, monkeypatch):
+    """SKRL's best and current agent: 3 file fsyncs and 2 folder fsyncs, where two batches took 4 and 4."""
+    record = new_record(tmp_path)
+    (record.dir / "checkpoints").mkdir()
+    record.save_checkpoint("checkpoints/best_agent.pt", writer(b"old best"), iteration=1)
+    counts = count_fsyncs(monkeypatch)
+    moves = []
+    replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda source, to: moves.append(Path(to).name) or replace(source, to))
+    paths = record.save_checkpoints(
+        [
+            ("checkpoints/best_agent.pt", writer(b"best"), {"iteration": 2}),
+            ("checkpoints/agent_3.pt", writer(b"current"), {"iteration": 3, "mean_return": 1.5}),
+        ]
+    )
+    assert counts == {"files": 3, "folders": 2} and moves == ["best_agent.pt", "agent_3.pt", "run.json"]
+    assert paths == [record.dir / "checkpoints/best_agent.pt", record.dir / "checkpoints/agent_3.pt"]
+    assert [path.read_bytes() for path in paths] == [b"best", b"current"]
+    assert on_disk(record) == in_memory(record) == ["checkpoints/best_agent.pt", "checkpoints/agent_3.pt"]
+    entries = runs.read_manifest(record.dir)["checkpoints"]
+    assert [entry["iteration"] for entry in entries] == [2, 3] and entries[1]["mean_return"] == 1.5
+
+
+@pytest.mark.parametrize("moves_done", [0, 1, 2])
+def test_a_batch_of_checkpoints_stopped_between_its_moves_lists_only_those_in_place(tmp_path, monkeypatch, moves_done):
+    """A Ctrl-C at the first, second or third move (run.json's): the record lists what landed, in place of the
+    entries those files had, and the run's last write lists only files that exist."""
+    record = new_record(tmp_path)
+    record.save_checkpoint("a.pt", writer(b"old a"), iteration=0)
+    record.save_checkpoint("keep.pt", writer(b"kept"), iteration=0)
+    replace, done = os.replace, []
+
+    def interrupted(source, target):
+        if len(done) == moves_done:
+            raise KeyboardInterrupt
+        done.append(target)
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        record.save_checkpoints([("a.pt", writer(b"new a"), {"iteration": 1}), ("b.pt", writer(b"b"), {})])
+    monkeypatch.undo()
+    expected = {0: ["a.pt", "keep.pt"], 1: ["keep.pt", "a.pt"], 2: ["keep.pt", "a.pt", "b.pt"]}[moves_done]
+    assert in_memory(record) == expected and on_disk(record) == ["a.pt", "keep.pt"]
+    assert (record.dir / "a.pt").read_bytes() == (b"new a" if moves_done else b"old a")
+    assert (record.dir / "b.pt").exists() == (moves_done == 2)
+    record.finish("interrupted")
+    assert on_disk(record) == expected and all((record.dir / name).is_file() for name in expected)
+    assert [entry["iteration"] for entry in record.manifest["checkpoints"] if entry["file"] == "a.pt"] == [
+        1 if moves_done else 0
+    ]
+
+
 def interrupt_at(monkeypatch, step: int | None) -> None:
     """A KeyboardInterrupt instead of the `step`-th fsync or move (counted from 1), as a Ctrl-C landing there."""
     taken = []
@@ -390,13 +443,13 @@ def test_every_library_writes_its_checkpoints_through_rlruns_atomic_writer(libra
     """Only the record's atomic batch lists checkpoints in run.json, so a checkpoint file on disk that run.json
     does not list was written some other way (and could be left half-written by a kill)."""
     writes = []
-    save_checkpoint = runs.RunRecord.save_checkpoint
+    save_checkpoints = runs.RunRecord.save_checkpoints
 
-    def counted(record, name, save, **fields):
-        writes.append(record.dir / name)
-        return save_checkpoint(record, name, save, **fields)
+    def counted(record, checkpoints):
+        writes.extend(record.dir / name for name, _, _ in checkpoints)
+        return save_checkpoints(record, checkpoints)
 
-    monkeypatch.setattr(runs.RunRecord, "save_checkpoint", counted)
+    monkeypatch.setattr(runs.RunRecord, "save_checkpoints", counted)
     result = rlrun.train(
         rlrun.TrainRequest(
             task="rlrun/Pendulum-v1",

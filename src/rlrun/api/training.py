@@ -70,6 +70,13 @@ def train_in_call(
                     name, write, iteration=iteration, env_steps=env.env_steps, mean_return=env.mean_return()
                 )
 
+            def save_checkpoints(checkpoints: Any) -> list[Path]:
+                assert record is not None  # the checkpoints and their run.json entries land in one batch of writes
+                fields = {"env_steps": env.env_steps, "mean_return": env.mean_return()}
+                return record.save_checkpoints(
+                    [(name, write, {"iteration": iteration, **fields}) for name, write, iteration in checkpoints]
+                )
+
             job = TrainJob(
                 env=env,
                 stats=env,
@@ -79,6 +86,7 @@ def train_in_call(
                 device=plan.device,
                 run_dir=record.dir,
                 save_checkpoint=save_checkpoint,
+                save_checkpoints=save_checkpoints,
                 resume_from=plan.resume_from,
                 resume_iteration=plan.resume_iteration,
                 deterministic=plan.deterministic,

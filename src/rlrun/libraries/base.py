@@ -12,7 +12,7 @@ for adding a library is in ARCHITECTURE.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,6 +123,15 @@ class TrainJob:
     algorithm: str = ""
     """A key of the adapter's `ALGORITHMS`."""
     ml_framework: str = "torch"
+    save_checkpoints: Callable[[Sequence[tuple[str, Callable[[str], None], int]]], list[Path]] | None = None
+    """`save_checkpoints([(file_name, write(path), iteration), ...])`: several checkpoints of one moment (SKRL's
+    best and current agent) written as one batch, listed by one run.json write; their paths in order. Left
+    None, it saves each with `save_checkpoint`."""
+
+    def __post_init__(self) -> None:
+        if self.save_checkpoints is None:
+            save = self.save_checkpoint
+            self.save_checkpoints = lambda checkpoints: [save(*checkpoint) for checkpoint in checkpoints]
 
 
 @dataclass(frozen=True)

@@ -88,10 +88,11 @@ def _write_modules(framework: str, modules: dict[str, Any], path: str) -> None:
 
 
 class CheckpointWriter:
-    """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoint` (atomic, recorded in run.json).
+    """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoints` (atomic, recorded in run.json).
 
-    `best_agent` is written before `agent_<timestep>` (both hold the same weights when SKRL has just
-    found a new best), so that the newest checkpoint in run.json is the newest state. SKRL's trainer
+    `best_agent` and `agent_<timestep>`, saved at the same moment, are one batch (one run.json lists both),
+    `best_agent` first (both hold the same weights when SKRL has just found a new best), so that the newest
+    checkpoint in run.json is the newest state. SKRL's trainer
     counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
     A training stopped early is saved by `at_stop` as of the last timestep whose update ran.
     """
@@ -109,21 +110,24 @@ class CheckpointWriter:
     def __call__(self, *, timestep: int, timesteps: int) -> None:
         agent = self.agent
         best = agent.checkpoint_best_modules
+        checkpoints = []
         if best["modules"] and not best["saved"]:
-            self.save(
-                "best_agent", {name: best["modules"][name] for name in agent.checkpoint_modules}, best["timestep"]
-            )
-            best["saved"] = True
+            modules = {name: best["modules"][name] for name in agent.checkpoint_modules}
+            checkpoints.append(self.checkpoint("best_agent", modules, best["timestep"]))
         current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
-        self.save("agent_{}", current, timestep)
+        checkpoints.append(self.checkpoint("agent_{}", current, timestep))
+        self.saved.extend(self.job.save_checkpoints(checkpoints))  # one batch: one run.json lists both
+        if len(checkpoints) > 1:
+            best["saved"] = True
         self.last_timestep = timestep
 
-    def save(self, name: str, modules: dict[str, Any], timestep: int) -> None:
-        """Save under `name` (`{}` becomes the timestep counted over resumed runs); `timestep` is this run's."""
+    def checkpoint(self, name: str, modules: dict[str, Any], timestep: int) -> tuple[str, Any, int]:
+        """`(file name, write, iteration)` for `job.save_checkpoints`: `name` with `{}` the timestep counted over
+        resumed runs; `timestep` is this run's."""
         timestep += self.first_timestep
         write = functools.partial(_write_modules, self.job.ml_framework, modules)
         file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
-        self.saved.append(self.job.save_checkpoint(file_name, write, timestep // self.per_iteration))
+        return file_name, write, timestep // self.per_iteration
 
     def count_timesteps(self) -> None:
         """Count the timesteps whose `post_interaction` (where SKRL's agents update) ran, in `self.finished`."""
