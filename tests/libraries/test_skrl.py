@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import atexit
 import collections
+import gc
 import importlib
 import json
 import logging
 import os
 import pickle
 import threading
+import weakref
 from pathlib import Path
 
 import gymnasium
@@ -338,6 +340,30 @@ def test_jax_calls_compile_into_rlruns_cache_folder_and_a_second_call_loads_from
     jax_cache_events.clear()
     train(log_root, ml_framework="jax", max_iterations=1, seed=2)  # SKRL jits the same programs for a new agent
     assert jax_cache_events[HITS] > 0 and jax_cache_events[WRITES] == 0, dict(jax_cache_events)
+
+
+def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_compiled(log_root, monkeypatch):
+    """JAX's caches held every call's models through SKRL's static arguments (22-35 MB a call); the call
+    clears those functions. SKRL's array-only functions (`adapter.ARRAY_ONLY`) hold no call object and keep
+    their executables: a second call of the same shapes adds no entry."""
+    from skrl.agents.jax.ppo import ppo
+
+    make_runner, models = adapter.make_runner, []
+
+    def watched(*args, **kwargs):
+        runner = make_runner(*args, **kwargs)
+        models.extend(weakref.ref(model) for model in runner.agent.models.values())
+        return runner
+
+    monkeypatch.setattr(adapter, "make_runner", watched)
+    train(log_root, ml_framework="jax", max_iterations=1)
+    gc.collect()
+    assert models and all(model() is None for model in models), "a model of the call is still alive"
+    assert ppo._update_policy._cache_size() == ppo._update_value._cache_size() == 0
+    kept = ppo._compute_gae._cache_size()
+    assert kept > 0
+    train(log_root, ml_framework="jax", max_iterations=1, seed=2)
+    assert ppo._compute_gae._cache_size() == kept
 
 
 def test_a_callers_own_jax_cache_comes_back_after_a_jax_call_with_its_objects(log_root, tmp_path, monkeypatch):

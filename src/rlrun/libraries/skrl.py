@@ -205,14 +205,49 @@ def _close(runner: Any, monitor: Any) -> None:
         tqdm.tqdm.monitor = monitor
 
 
+ARRAY_ONLY = frozenset(
+    {
+        "skrl.agents.jax.ddpg.ddpg._apply_exploration_noise",
+        "skrl.agents.jax.ppo.ppo._compute_gae",
+        "skrl.agents.jax.td3.td3._apply_exploration_noise",
+        "skrl.agents.jax.td3.td3._apply_smooth_regularization_noise",
+        "skrl.memories.jax.base._copyto",
+        "skrl.memories.jax.base._copyto_i",
+        "skrl.memories.jax.base._copyto_i_j",
+        "skrl.models.jax.base._unvectorize_leaves",
+        "skrl.models.jax.base._vectorize_leaves",
+        "skrl.models.jax.categorical._categorical",
+        "skrl.models.jax.categorical._entropy",
+        "skrl.models.jax.gaussian._entropy",
+        "skrl.models.jax.gaussian._gaussian",
+        "skrl.models.jax.multicategorical._categorical",
+        "skrl.models.jax.multicategorical._entropy",
+        "skrl.resources.preprocessors.jax.running_standard_scaler._copyto",
+        "skrl.resources.preprocessors.jax.running_standard_scaler._inverse",
+        "skrl.resources.preprocessors.jax.running_standard_scaler._parallel_variance",
+        "skrl.resources.preprocessors.jax.running_standard_scaler._standardization",
+    }
+)
+"""SKRL's jitted functions whose arguments are arrays, plain numbers and flags only (read in SKRL 2.x's
+source): their compiled entries are keyed on shapes, dtypes and those values and hold none of a call's
+objects, so they stay compiled across calls, as the caller's own jitted functions do (bounded: one entry
+per shape and flag). Every other SKRL function that gains entries in a call is cleared at its end: those
+that take a model's `act` or `apply`, an optax transformation or a state dict (whose tree carries the
+model's `apply`), and any this list does not name, such as one a new SKRL version adds."""
+
+
 def _skrl_jitted_functions() -> dict[int, tuple[Any, int]]:
-    """SKRL's module-level jitted functions, by id, with the number of compiled entries each holds now."""
+    """SKRL's module-level jitted functions that may hold a call's objects (not in `ARRAY_ONLY`), by id, with
+    the number of compiled entries each holds now."""
     found = {}
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "skrl" or name.startswith("skrl.")):
             continue
         for value in list(vars(module).values()):
             if type(value).__name__ == "PjitFunction" and hasattr(value, "clear_cache"):
+                function = getattr(value, "_fun", None)  # the jitted Python function, where it was defined
+                if f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}" in ARRAY_ONLY:
+                    continue
                 size = getattr(value, "_cache_size", None)
                 found[id(value)] = (value, size() if callable(size) else -1)
     return found
@@ -226,12 +261,14 @@ def _forget_jax_traces(before: dict[int, tuple[Any, int]]) -> None:
     `transformation`). JAX keys its caches on static arguments and holds them strongly, so every call's
     models, optimizer state and compiled executables stayed alive: +22-35 MB and about 6,000-9,000 objects
     per call. Evicted here, what the call added: every SKRL function that gained compiled entries in the
-    call is cleared with its own `clear_cache()` (its executables and traced jaxprs; JAX also empties its
-    parameter-inference memo, refilled on the next cache miss), and two memos of `jax._src.pjit` whose keys
-    carry the argument tree (`_process_in_axis_resources`, `_check_and_canonicalize_out_shardings`) are
-    emptied. The caller's own jitted functions keep their compiled executables. Where a JAX version lacks
-    those names, `jax.clear_caches()` is used instead: correct, but the caller's jitted functions then
-    compile again on their next call. Never raises (it runs in `finally`).
+    call, except those of `ARRAY_ONLY`, is cleared with its own `clear_cache()` (its executables and traced
+    jaxprs; JAX also empties its parameter-inference memo, refilled on the next cache miss), and two memos
+    of `jax._src.pjit` whose keys carry the argument tree (`_process_in_axis_resources`,
+    `_check_and_canonicalize_out_shardings`) are emptied. The caller's own jitted functions, and SKRL's
+    array-only ones, keep their compiled executables: clearing and tracing those again cost a PPO call
+    about 0.1 s and more (GAE's executable alone took 60 ms to release). Where a JAX version lacks those
+    names, `jax.clear_caches()` is used instead: correct, but every jitted function then compiles again on
+    its next call. Never raises (it runs in `finally`).
     """
     jax = sys.modules.get("jax")
     if jax is None:
