@@ -92,9 +92,9 @@ class CheckpointWriter:
 
     `best_agent` and `agent_<timestep>`, saved at the same moment, are one batch (one run.json lists both),
     `best_agent` first (both hold the same weights when SKRL has just found a new best), so that the newest
-    checkpoint in run.json is the newest state. SKRL's trainer
-    counts timesteps from 0 in every run; a resumed run's names and iterations continue the parent's.
-    A training stopped early is saved by `at_stop` as of the last timestep whose update ran.
+    checkpoint in run.json is the newest state. SKRL's trainer counts timesteps from 0 in every run; a
+    resumed run's names and iterations continue the parent's. A training stopped early is saved by
+    `at_stop` as of the last timestep whose update ran.
     """
 
     def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
