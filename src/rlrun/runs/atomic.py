@@ -86,11 +86,14 @@ class Batch:
 
     def commit(self, moved: list[Path] | None = None) -> None:
         """Fsync every written temporary, then move each over its target in order (see `atomic_paths`)."""
-        for temporary in self.temporaries:
-            with open(temporary, "rb+") as written:
-                if os.fstat(written.fileno()).st_mode & 0o7777 != self._mode:
-                    os.fchmod(written.fileno(), self._mode)  # before the fsync, which then makes the mode durable
-                os.fsync(written.fileno())
+        for temporary in self.temporaries:  # plain descriptors: few system calls (see `BackgroundCommits`)
+            descriptor = os.open(temporary, os.O_RDONLY)
+            try:
+                if os.fstat(descriptor).st_mode & 0o7777 != self._mode:
+                    os.fchmod(descriptor, self._mode)  # before the fsync, which then makes the mode durable
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
         targets = self.targets
         for index, (temporary, target) in enumerate(zip(self.temporaries, targets, strict=True)):
             os.replace(temporary, target)
@@ -101,7 +104,10 @@ class Batch:
 
     def discard(self) -> None:
         for folder in self.folders.values():
-            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                os.rmdir(folder)  # empty once committed: one system call
+            except OSError:  # files left by a write that failed, or by an interrupted commit
+                shutil.rmtree(folder, ignore_errors=True)
             _WRITING.discard(folder.name)
 
     def fsync_last_directory(self) -> None:
@@ -142,6 +148,12 @@ class BackgroundCommits:
     beyond that. `wait` returns once none is in flight, raising what a commit raised (once). The threads are
     joined by `wait`: a writer calls it before its last write, so no thread outlives the call (a Ctrl-C while
     it waits is held until the commits are done, a few milliseconds, then raised).
+
+    A commit is not free for the writer's thread: each system call it makes releases the GIL and takes it
+    back, and while the training holds it, taking it back forces a switch. In a 1-iteration SKRL call (11
+    commits within 64 steps) the policy's `act` took 41 ms in all with commits in flight against 26 ms
+    without (commits in the caller), 37 ms once `Batch` used plain descriptors and `os.rmdir` instead of
+    `open()` and `shutil.rmtree` (fewer calls per commit).
     """
 
     IN_FLIGHT = 4
