@@ -128,6 +128,7 @@ def test_a_batch_of_checkpoints_stopped_between_its_moves_lists_only_those_in_pl
     assert in_memory(record) == expected and on_disk(record) == ["a.pt", "keep.pt"]
     assert (record.dir / "a.pt").read_bytes() == (b"new a" if moves_done else b"old a")
     assert (record.dir / "b.pt").exists() == (moves_done == 2)
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}")), "the batch's temporary folders are gone"
     record.finish("interrupted")
     assert on_disk(record) == expected and all((record.dir / name).is_file() for name in expected)
     assert [entry["iteration"] for entry in record.manifest["checkpoints"] if entry["file"] == "a.pt"] == [
