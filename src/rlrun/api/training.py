@@ -64,18 +64,17 @@ def train_in_call(
                     plan.env_steps_per_iteration,
                 )
 
+            def entry(iteration: int) -> dict[str, Any]:
+                """What run.json records of a checkpoint beside its file (and `saved_at`)."""
+                return {"iteration": iteration, "env_steps": env.env_steps, "mean_return": env.mean_return()}
+
             def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
                 assert record is not None  # the checkpoint and its run.json entry land in one batch of writes
-                return record.save_checkpoint(
-                    name, write, iteration=iteration, env_steps=env.env_steps, mean_return=env.mean_return()
-                )
+                return record.save_checkpoint(name, write, **entry(iteration))
 
             def save_checkpoints(checkpoints: Any) -> list[Path]:
                 assert record is not None  # the checkpoints and their run.json entries land in one batch of writes
-                fields = {"env_steps": env.env_steps, "mean_return": env.mean_return()}
-                return record.save_checkpoints(
-                    [(name, write, {"iteration": iteration, **fields}) for name, write, iteration in checkpoints]
-                )
+                return record.save_checkpoints([(name, write, entry(it)) for name, write, it in checkpoints])
 
             job = TrainJob(
                 env=env,

@@ -115,9 +115,7 @@ class RunRecord:
         listed_before = self._listed
 
         def listed(moved: list[Path]) -> None:
-            if len(moved) > len(paths):  # all in place, run.json too
-                self.manifest["checkpoints"] = entries
-            elif moved:  # these checkpoints are in place: the record lists them, even if run.json's move failed
+            if moved:  # the checkpoints in place are listed, even if run.json's move failed (all: `entries`)
                 landed = {name for name, path in zip(names, paths, strict=True) if path in moved}
                 kept = [entry for entry in listed_before if entry["file"] not in landed]
                 self.manifest["checkpoints"] = kept + [new[name] for name in names if name in landed]
