@@ -1,10 +1,7 @@
 """Stable-Baselines3 (`stable-baselines3` 2.x): PPO, A2C, SAC and TD3 on rlrun's torch vector envs.
 
-SB3 works on NumPy `VecEnv`s. `Sb3VecEnv` is one over rlrun's torch vector env (SAME_STEP autoreset):
-observations, rewards and dones cross to NumPy once per step and actions back to torch once, and the
-`infos` of the envs whose episode ended get `terminal_observation` (from `info["final_obs"]`),
-`TimeLimit.truncated` (truncated and not terminated: SB3 bootstraps those from the final observation)
-and `episode` (return and length, as SB3's `VecMonitor` reports them); the other envs get empty dicts.
+SB3 works on NumPy `VecEnv`s: `Sb3VecEnv` (`rlrun.libraries.sb3_env`) is one over rlrun's torch vector env
+(SAME_STEP autoreset), with SB3's `infos` for the envs whose episode ended.
 
 Process globals: given a seed, SB3's `set_random_seed` reseeds `random`, NumPy and torch and, on CUDA,
 sets cuDNN `deterministic=True, benchmark=False`; the scope's guards restore all of them. Importing SB3
@@ -34,7 +31,6 @@ you trust. `check_checkpoint` reads the zip's entries and tensors without unpick
 from __future__ import annotations
 
 import functools
-import time
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +38,7 @@ from rlrun.configs import RUN_KEYS
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask, did_you_mean
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, unreadable
+from rlrun.libraries.sb3_env import vec_env_class
 
 IMPORTS = {"torch": ("stable_baselines3", "torch.utils.tensorboard")}
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "a2c": ("Box", "Discrete"), "sac": ("Box",), "td3": ("Box",)}
@@ -185,99 +182,12 @@ def _save(model: Any) -> Any:
     return write
 
 
-# --- the VecEnv ---------------------------------------------------------------------------------------------
-
-
-class TorchVecEnvMixin:
-    """SB3's `VecEnv` over rlrun's torch vector env; `Sb3VecEnv` mixes in SB3's base class on first use.
-
-    On the CPU, observations are NumPy views of the env's tensors (rlrun's envs return new tensors at
-    every step); rewards are copied, since SB3 adds bootstrapped values to them in place. Attribute
-    access and method calls (`get_attr`, `set_attr`, `env_method`) go to the one vector env that holds
-    every sub-env; the result is repeated for each index asked for.
-    """
-
-    def __init__(self, env: Any) -> None:
-        import numpy as np
-
-        self.env = env
-        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)  # type: ignore[call-arg]
-        self._actions: Any = None
-        self._returns = np.zeros(env.num_envs, dtype=np.float64)
-        self._lengths = np.zeros(env.num_envs, dtype=np.int64)
-        self._started = time.perf_counter()
-
-    def reset(self) -> Any:
-        """Reset every env with the seed and options SB3 set for this reset (`seed()`, `set_options()`)."""
-        seed, options = self._seeds[0], self._options[0]  # type: ignore[attr-defined]
-        observations, _ = self.env.reset(seed=seed, options=options or None)
-        self._reset_seeds()  # type: ignore[attr-defined]
-        self._reset_options()  # type: ignore[attr-defined]
-        self._returns[:] = 0.0
-        self._lengths[:] = 0
-        return observations.detach().cpu().numpy()
-
-    def step_async(self, actions: Any) -> None:
-        import torch
-
-        self._actions = torch.as_tensor(actions, device=self.env.device)
-
-    def step_wait(self) -> tuple[Any, Any, Any, list[dict[str, Any]]]:
-        """Step every env; build `infos` entries only for the envs whose episode ended."""
-        import numpy as np
-
-        observations, rewards, terminated, truncated, info = self.env.step(self._actions)
-        dones = (terminated | truncated).cpu().numpy()
-        rewards = rewards.detach().cpu().numpy().astype(np.float32)  # a copy, which SB3 may change in place
-        self._returns += rewards
-        self._lengths += 1
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]  # type: ignore[attr-defined]
-        if dones.any():
-            self._fill_ended(infos, np.flatnonzero(dones), terminated, info["final_obs"])
-        return observations.detach().cpu().numpy(), rewards, dones, infos
-
-    def _fill_ended(self, infos: list[dict[str, Any]], ended: Any, terminated: Any, final: Any) -> None:
-        final_observations = final.detach().cpu().numpy()[ended]
-        time_outs = ~terminated.cpu().numpy()[ended]
-        returns, lengths = self._returns[ended], self._lengths[ended]
-        elapsed = round(time.perf_counter() - self._started, 6)
-        for row, index in enumerate(ended.tolist()):
-            infos[index] = {
-                "terminal_observation": final_observations[row],
-                "TimeLimit.truncated": bool(time_outs[row]),
-                "episode": {"r": float(returns[row]), "l": int(lengths[row]), "t": elapsed},
-            }
-        self._returns[ended] = 0.0
-        self._lengths[ended] = 0
-
-    def close(self) -> None:
-        self.env.close()
-
-    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        return [getattr(self.env, attr_name)] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
-
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        setattr(self.env, attr_name, value)
-
-    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
-        result = getattr(self.env, method_name)(*method_args, **method_kwargs)
-        return [result] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
-
-    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        """False: rlrun's vector envs are not wrapped in single-env Gymnasium wrappers such as SB3's `Monitor`."""
-        return [False] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
-
-
-@functools.cache
-def _vec_env_class() -> type:
-    from stable_baselines3.common.vec_env import VecEnv
-
-    return type("Sb3VecEnv", (TorchVecEnvMixin, VecEnv), {"__module__": __name__, "__doc__": TorchVecEnvMixin.__doc__})
+# --- the VecEnv (`sb3_env`) ---------------------------------------------------------------------------------
 
 
 def __getattr__(name: str) -> Any:
     if name == "Sb3VecEnv":  # imports SB3, so only on first use
-        return _vec_env_class()
+        return vec_env_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -415,7 +325,7 @@ def train(job: TrainJob) -> TrainOutcome:
     torch_backend_flags(
         matmul_allow_tf32=False, cudnn_allow_tf32=not job.deterministic, deterministic=True, benchmark=False
     )
-    vec_env = _vec_env_class()(job.env)
+    vec_env = vec_env_class()(job.env)
     model = _model(job, vec_env)
     saved: list[Path] = []
 
@@ -456,7 +366,7 @@ def load_policy(job: PlayJob) -> Policy:
     _check_saved_algorithm(job.checkpoint, job.algorithm)
     model = _algorithm_class(job.algorithm).load(job.checkpoint, device=job.device)
     try:
-        check_for_correct_spaces(_vec_env_class()(job.env), model.observation_space, model.action_space)
+        check_for_correct_spaces(vec_env_class()(job.env), model.observation_space, model.action_space)
     except ValueError as error:
         raise UnsupportedTask(
             f"checkpoint {str(job.checkpoint)!r} does not fit this task ({error}); "
