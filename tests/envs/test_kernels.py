@@ -69,12 +69,30 @@ def test_a_kernel_that_writes_its_input_state_is_refused_when_it_is_built(tmp_pa
     assert "wrote its input state" in reason
 
 
-@pytest.mark.parametrize("bad", [2, -1])
-def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too(bad):
+@pytest.mark.parametrize("bad", [2, -1, -2, 3, 2**62])
+def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too_and_changes_nothing(bad):
+    """The kernel finds it (`refused_actions`), in a batch wider than a vector and in the loop's tail."""
+    env = CartPoleVectorEnv(37, kernel="compiled")
+    env.reset(seed=0)
+    env.step(torch.ones(37, dtype=torch.int64))
+    state, steps = env.components.clone(), env.steps.clone()
+    for where in (2, 36):
+        actions = torch.zeros(37, dtype=torch.int64)
+        actions[where] = bad
+        with pytest.raises(IndexError, match=rf"0 \(push left\) or 1 \(push right\), not {bad}\."):
+            env.step(actions)
+        assert torch.equal(env.components, state) and torch.equal(env.steps, steps)
+
+
+def test_a_refusal_that_check_actions_does_not_explain_still_raises_and_changes_nothing(monkeypatch):
+    """A task whose `refused_actions` and `check_actions` disagree gets an error naming both, not a silent step."""
     env = CartPoleVectorEnv(8, kernel="compiled")
     env.reset(seed=0)
-    with pytest.raises(IndexError, match=rf"0 \(push left\) or 1 \(push right\), not {bad}\."):
-        env.step(torch.tensor([0, 1, bad, 0, 1, 1, 0, 0]))
+    monkeypatch.setattr(env, "check_actions", lambda actions: None)
+    state = env.components.clone()
+    with pytest.raises(RuntimeError, match="refused_actions refused actions that check_actions accepts"):
+        env.step(torch.tensor([0, 1, 7, 0, 1, 1, 0, 0]))
+    assert torch.equal(env.components, state)
 
 
 def test_the_discrete_and_the_continuous_cart_pole_have_a_kernel_each():

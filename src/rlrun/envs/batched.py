@@ -157,9 +157,21 @@ class BatchedVectorEnv(VectorEnv, ABC):
     `advance` does (the same expressions in the same order). The base hands the next state's memory to
     `components` (no copy back: at 65,536 envs the copy was 15% of a step)."""
 
+    refused_actions: ClassVar[Callable[[torch.Tensor], torch.Tensor | None] | None] = None
+    """Optional, a staticmethod: `refused_actions(actions)`, a 0-d bool tensor, true when one of the actions
+    `kernel_actions` returns is one that `advance` refuses (None for actions it never refuses), as a pure
+    torch function. The kernel computes it in its own loop, so `kernel_actions` need not read the actions once
+    more to check them (that pass was 3.5% of a cart-pole step at 65,536 envs). When it is true, the step
+    calls `check_actions`, which raises, before any state changes."""
+
+    def check_actions(self, actions: torch.Tensor) -> None:
+        """Raise the error `advance` raises for `actions` (as `kernel_actions` returns them), if any: what a
+        compiled step whose `refused_actions` was true raises. Nothing to check by default."""
+
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """The caller's `actions` (as `advance` gets them) as the contiguous `[num_envs]` tensor `dynamics`
-        takes, of the one dtype its kernel was built for; checks them as `advance` does."""
+        takes, of the one dtype its kernel was built for; checks them as `advance` does, unless the task
+        leaves that to `refused_actions`."""
         raise NotImplementedError(f"{type(self).__name__} defines no compiled step.")
 
     def kernel_options(self) -> dict[str, Any]:
@@ -197,13 +209,19 @@ class BatchedVectorEnv(VectorEnv, ABC):
         except kernels.KernelUnavailable as error:
             raise InvalidArgument(f"kernel='compiled': {error}; use kernel='auto' to step eagerly instead.") from None
 
-    def _compiled_step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`advance` and `observe` of the new state, in one call of the kernel. The kernel returns the next
-        state in new memory, which `components` takes over (`Tensor.set_`: the same tensor object)."""
+    def _compiled_step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`advance` and `observe` of the new state, in one call of the kernel: the observation, reward,
+        terminated, and a copy of the observation of its own for the restarts (see `kernels.TaskStep`). The
+        kernel returns the next state in new memory, which `components` takes over (`Tensor.set_`: the same
+        tensor object) once the actions are known to be valid."""
         inputs = [self._components, self.kernel_actions(actions), self.kernel_constants()]
-        obs, reward, terminated, components = self._kernel.run(inputs)
+        outputs = self._kernel.run(inputs)
+        if len(outputs) > 5 and outputs[5].item():  # `refused_actions`: nothing has changed yet
+            self.check_actions(inputs[1])
+            raise RuntimeError(f"{type(self).__name__}.refused_actions refused actions that check_actions accepts.")
+        obs, reward, terminated, components, restart_obs = outputs[:5]
         self._components.set_(components)
-        return obs, reward, terminated
+        return obs, reward, terminated.bool(), restart_obs
 
     # ------------------------------------------------------------------ the shared plumbing
 
@@ -272,12 +290,13 @@ class BatchedVectorEnv(VectorEnv, ABC):
         if not (isinstance(actions, torch.Tensor) and actions.device == self.device):
             actions = torch.as_tensor(actions, device=self.device)
         if self._kernel is not None:
-            final_obs, reward, terminated = self._compiled_step(actions.reshape(self._action_shape))
+            final_obs, reward, terminated, obs = self._compiled_step(actions.reshape(self._action_shape))
         else:
             reward, terminated = self.advance(actions.reshape(self._action_shape))
             final_obs = self.observe(self._components)
+            obs = final_obs.clone() if self._draw_for_ended_only else None  # the CPU's restarts write a copy
         if self._draw_for_ended_only:  # the CPU: the bookkeeping in NumPy, on views of the same memory
-            return self._step_on_host(final_obs, reward, terminated)
+            return self._step_on_host(final_obs, reward, terminated, obs)
         self._steps += 1
         truncated = torch.gt(self._steps, self.max_episode_steps - 1)
         done = terminated | truncated
@@ -285,16 +304,16 @@ class BatchedVectorEnv(VectorEnv, ABC):
         return obs, reward, terminated, truncated, {"final_obs": final_obs, "_final_obs": done}
 
     def _step_on_host(
-        self, final_obs: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor
+        self, final_obs: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor, obs: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
-        """The time limit and the restarts of a CPU step. NumPy dispatches a small op in about a fifth of
-        torch's time (`x > c` at 4,096: 0.8 us against 5.0 us; nonzero at 65,536: 30 us against 100 us),
-        and a CPU tensor shares its memory with `tensor.numpy()`, so the results are the same tensors."""
+        """The time limit and the restarts of a CPU step, in `obs`, a copy of `final_obs` that the step returns.
+        NumPy dispatches a small op in about a fifth of torch's time (`x > c` at 4,096: 0.8 us against 5.0 us;
+        nonzero at 65,536: 30 us against 100 us), and a CPU tensor shares its memory with `tensor.numpy()`, so
+        the results are the same tensors."""
         steps = self._steps.numpy()
         np.add(steps, 1, out=steps)
         truncated = np.greater(steps, self.max_episode_steps - 1)
         done = np.logical_or(terminated.numpy(), truncated)
-        obs = final_obs.clone()
         self._ended = ended = np.flatnonzero(done)
         self._ended_lengths = steps[ended] if ended.size else _NO_LENGTHS
         if ended.size:

@@ -150,16 +150,25 @@ class CartPoleVectorEnv(BatchedVectorEnv):
 
     def kernel_actions(self, actions: torch.Tensor) -> torch.Tensor:
         """The actions `[num_envs]` for `dynamics`: float64 for the continuous cart-pole; int64 for the discrete
-        one, where an action outside {0, 1} raises IndexError, as in `advance`."""
+        one, checked in the kernel (`refused_actions`)."""
         if self.continuous:
             return actions.reshape(self.num_envs).to(torch.float64).contiguous()
+        return actions.long().contiguous()
+
+    @staticmethod
+    def refused_actions(actions: torch.Tensor) -> torch.Tensor | None:
+        """In the kernel: whether a discrete action is neither 0 nor 1 (`advance` raises IndexError on it);
+        continuous actions are clipped, never refused."""
         if actions.dtype != torch.int64:
-            actions = actions.long()
-        actions = actions.contiguous()
-        if actions.numpy().view(np.uint64).max() > 1:  # one pass: a negative action is a large unsigned one
-            bad = actions[(actions < 0) | (actions > 1)][0].item()
-            raise IndexError(f"A cart-pole's action is 0 (push left) or 1 (push right), not {bad}.")
-        return actions
+            return None
+        return torch.bitwise_and(actions, -2).ne(0).any()  # clearing the low bit leaves 0 for 0 and 1 only
+
+    def check_actions(self, actions: torch.Tensor) -> None:
+        """Raise IndexError, as `advance` does, naming the first discrete action that is neither 0 nor 1."""
+        if not self.continuous:
+            refused = actions[(actions < 0) | (actions > 1)]
+            if refused.numel():
+                raise IndexError(f"A cart-pole's action is 0 (push left) or 1 (push right), not {refused[0].item()}.")
 
     def kernel_constants(self) -> torch.Tensor:
         """gravity, masspole, total_mass, length, polemass_length, tau, the two thresholds and force_mag."""

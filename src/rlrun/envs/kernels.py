@@ -27,7 +27,8 @@ How a kernel comes to be, and what each part costs the caller's process:
 A task opts in with three members (see `BatchedVectorEnv`): `dynamics(components, actions, constants)`
 (pure torch, returns observation, reward, termination and the next state),
 `kernel_actions(actions)` and `kernel_constants()`, and a fourth where its constructor changes what the
-kernel takes: `kernel_options()`.
+kernel takes: `kernel_options()`. A task whose actions can be refused may leave their check to the kernel:
+`refused_actions(actions)` (pure torch, a 0-d bool) and `check_actions(actions)` (raises, on that path only).
 """
 
 from __future__ import annotations
@@ -75,21 +76,37 @@ class KernelUnavailable(RuntimeError):
 class TaskStep(torch.nn.Module):
     """What a kernel computes: the task's `dynamics(components, actions, constants)`, as a module to export.
 
-    `components` `[state_size, n]` float64 is read only; the outputs are observation, reward, terminated and
-    the next state (a kernel that wrote `components` in place, as version 1 did, copied a temporary back: at
-    65,536 envs that copy was 15% of the step). The time limit stays in the base's eager code: folded in
-    here (int32 step counters, two more bool outputs) it made the kernel twice as slow at 4,096 envs,
-    inductor's mask casts costing more than the three small ops they replace.
+    `components` `[state_size, n]` float64 is read only. The outputs, each in new memory:
+    - the observation, the reward;
+    - terminated, as int32 (the step makes it bool, 5 us at 65,536 envs): inductor stores a bool or uint8
+      vector one element at a time, and that store was 40% of the cart-pole's kernel;
+    - the next state: a kernel that wrote `components` in place, as version 1 did, copied a temporary back
+      (at 65,536 envs, 15% of the step);
+    - the observation once more (the step returns the first as `final_obs` and restarts the ended envs in
+      the second), from tracing `dynamics` twice: inductor computes the shared expressions once and stores
+      the observation twice in the same loop, where a `clone` of the first is one more pass over memory (at
+      65,536 envs a step took 4-6% less);
+    - the task's `refused_actions`, if it has one.
+    The time limit stays in the base's eager code: folded in here (int32 step counters, two more bool
+    outputs) it made the kernel twice as slow at 4,096 envs.
     """
 
-    def __init__(self, dynamics: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]):
+    def __init__(
+        self,
+        dynamics: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
+        refused_actions: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
+    ):
         super().__init__()
         self.dynamics = dynamics
+        self.refused_actions = refused_actions
 
     def forward(
         self, components: torch.Tensor, actions: torch.Tensor, constants: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.dynamics(components, actions, constants)
+    ) -> tuple[torch.Tensor, ...]:
+        obs, reward, terminated, state = self.dynamics(components, actions, constants)
+        outputs = (obs, reward, terminated.to(torch.int32), state, self.dynamics(components, actions, constants)[0])
+        refused = None if self.refused_actions is None else self.refused_actions(actions)
+        return outputs if refused is None else (*outputs, refused)
 
 
 def cache_root() -> Path:
@@ -222,7 +239,8 @@ def _compile(entry: str, out: Path, options: dict[str, Any]) -> None:
     )
     envs = torch.export.Dim("num_envs", min=2, max=MAX_ENVS)
     dynamic = ({1: envs}, {0: envs}, None)
-    program = torch.export.export(TaskStep(task_class.dynamics), inputs, dynamic_shapes=dynamic)
+    step = TaskStep(task_class.dynamics, task_class.refused_actions)
+    program = torch.export.export(step, inputs, dynamic_shapes=dynamic)
     package = torch._inductor.aoti_compile_and_package(program, package_path=str(out.parent / "kernel.pt2"))
     with zipfile.ZipFile(package) as archive:
         libraries = [name for name in archive.namelist() if name.endswith(".so")]
@@ -251,13 +269,18 @@ def _check(task_class: type, library: Path, options: dict[str, Any]) -> None:
             state = env.components.clone()
             expected = task_class.dynamics(env.components, *inputs)
             got = runner.run([state, *inputs])
+            got[2] = got[2].bool()  # TaskStep's int32 flags
             tolerances = {"observation": 1e-6, "reward": 1e-6, "terminated": 0, "next state": 1e-12}
-            for (name, atol), want, have in zip(tolerances.items(), expected, got, strict=True):
+            for (name, atol), want, have in zip(tolerances.items(), expected, got, strict=False):
                 if want.shape != have.shape or want.dtype != have.dtype:
                     raise RuntimeError(
                         f"the kernel's {name} is {have.dtype} {tuple(have.shape)}, not {want.dtype} {tuple(want.shape)}"
                     )
                 torch.testing.assert_close(have, want, rtol=0, atol=atol, msg=f"the kernel's {name} differs")
+            if not torch.equal(got[4], got[0]) or got[4].data_ptr() == got[0].data_ptr():
+                raise RuntimeError("the kernel's second observation is not a copy of its first")
+            if len(got) > 5 and got[5].item():
+                raise RuntimeError("the kernel's refused_actions refused actions from the action space")
             if not torch.equal(state, env.components) or got[3].data_ptr() == state.data_ptr():
                 raise RuntimeError("the kernel wrote its input state; dynamics must return the next state")
             env.components.copy_(expected[3])
