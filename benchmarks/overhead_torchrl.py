@@ -58,6 +58,11 @@ def direct(tmp: Path, iterations: int = ITERATIONS) -> None:
     try:
         with warnings.catch_warnings():  # "PPOTrainer is an experimental/prototype feature"
             warnings.filterwarnings("ignore", message=".*experimental/prototype feature", category=UserWarning)
+            # TorchRL 0.14's own hook registrations warn of their replacement; rlrun's side writes the same
+            # warnings to the run's console.log, and here they would fill the benchmark's output.
+            warnings.filterwarnings(
+                "ignore", message=".*will be replaced by OptimizationStepper", category=FutureWarning
+            )
             trainer = PPOTrainer(
                 collector=collector,
                 total_frames=iterations * batch,
