@@ -277,12 +277,12 @@ def _check(task_class: type, library: Path, options: dict[str, Any]) -> None:
                         f"the kernel's {name} is {have.dtype} {tuple(have.shape)}, not {want.dtype} {tuple(want.shape)}"
                     )
                 torch.testing.assert_close(have, want, rtol=0, atol=atol, msg=f"the kernel's {name} differs")
+            if not torch.equal(state, env.components) or got[3].data_ptr() == state.data_ptr():
+                raise RuntimeError("the kernel wrote its input state; dynamics must return the next state")
             if not torch.equal(got[4], got[0]) or got[4].data_ptr() == got[0].data_ptr():
                 raise RuntimeError("the kernel's second observation is not a copy of its first")
             if len(got) > 5 and got[5].item():
                 raise RuntimeError("the kernel's refused_actions refused actions from the action space")
-            if not torch.equal(state, env.components) or got[3].data_ptr() == state.data_ptr():
-                raise RuntimeError("the kernel wrote its input state; dynamics must return the next state")
             env.components.copy_(expected[3])
 
 
