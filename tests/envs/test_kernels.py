@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import rlrun
 from rlrun.envs import kernels
@@ -50,6 +52,10 @@ def test_compiled_and_eager_steps_agree_and_a_constant_changed_later_takes_effec
         for a, b in zip(first[:4], second[:4], strict=True):
             assert a.dtype == b.dtype and a.shape == b.shape and a.is_contiguous() and b.is_contiguous()
         torch.testing.assert_close(first[0], second[0], rtol=0, atol=1e-5)
+        # The kernel's two observations: the final ones, and the copy the restarts wrote (memory of its own).
+        torch.testing.assert_close(first[4]["final_obs"], second[4]["final_obs"], rtol=0, atol=1e-5)
+        assert torch.equal(first[4]["_final_obs"], second[4]["_final_obs"])
+        assert second[0].data_ptr() != second[4]["final_obs"].data_ptr()
         for a, b in zip(first[1:4], second[1:4], strict=True):
             assert torch.equal(a, b)
         assert torch.equal(eager.steps, compiled.steps)
@@ -82,6 +88,31 @@ def test_a_discrete_action_outside_the_space_raises_in_the_compiled_step_too_and
         with pytest.raises(IndexError, match=rf"0 \(push left\) or 1 \(push right\), not {bad}\."):
             env.step(actions)
         assert torch.equal(env.components, state) and torch.equal(env.steps, steps)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions=st.lists(st.integers(-3, 3) | st.sampled_from([0, 1, 2**63 - 1, -(2**63)]), min_size=2, max_size=40))
+def test_compiled_and_eager_steps_refuse_the_same_discrete_actions_and_agree_on_the_rest(actions):
+    """Property: for any int64 actions, the compiled step raises IndexError exactly when the eager one does,
+    neither changes its state when it does, and otherwise both step alike."""
+    envs = [CartPoleVectorEnv(len(actions), kernel=mode) for mode in ("eager", "compiled")]
+    for env in envs:
+        env.reset(seed=len(actions))
+    batch = torch.tensor(actions, dtype=torch.int64)
+    outcomes = []
+    for env in envs:
+        state, steps = env.components.clone(), env.steps.clone()
+        try:
+            outcomes.append(env.step(batch))
+        except IndexError:
+            assert torch.equal(env.components, state) and torch.equal(env.steps, steps)
+            outcomes.append(None)
+    eager, compiled = outcomes
+    assert (eager is None) == (compiled is None) == any(a not in (0, 1) for a in actions)
+    if eager is not None:
+        torch.testing.assert_close(eager[0], compiled[0], rtol=0, atol=1e-5)
+        assert torch.equal(eager[2], compiled[2]) and torch.equal(eager[3], compiled[3])
+        torch.testing.assert_close(envs[0].components, envs[1].components, rtol=0, atol=1e-9)
 
 
 def test_a_refusal_that_check_actions_does_not_explain_still_raises_and_changes_nothing(monkeypatch):
