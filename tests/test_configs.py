@@ -34,6 +34,23 @@ def test_an_unknown_key_names_the_nearest_valid_one():
     )
     with pytest.raises(UnknownConfigKey, match=re.escape("Did you mean 'agent.algorithm.learning_rate'")):
         configs.apply_overrides(CONFIG, ["learning_rate=1"], scope="agent")
+    with pytest.raises(UnknownConfigKey, match=re.escape("Did you mean 'agent.algorithm.learning_rate'")):
+        configs.apply_overrides(CONFIG, ["algoritm.learning_rate=1"], scope="agent")  # the section misspelt
+
+
+def test_an_unknown_key_with_nothing_close_lists_the_keys_of_its_section():
+    with pytest.raises(UnknownConfigKey) as raised:
+        configs.apply_overrides(CONFIG, ["zzz=1"], scope="agent")
+    assert str(raised.value) == (
+        "unknown agent configuration key 'agent.zzz'. Keys of agent: num_envs, algorithm, hidden, flag."
+    )
+    with pytest.raises(UnknownConfigKey, match=re.escape("Keys of agent.algorithm: learning_rate, schedule.")):
+        configs.apply_overrides(CONFIG, ["algorithm.zzz=1"], scope="agent")
+    with pytest.raises(UnknownConfigKey, match=re.escape("Keys of agent: num_envs, algorithm, hidden, flag.")):
+        configs.apply_overrides(CONFIG, ["zzz.y=1"], scope="agent")  # no such section: the level above
+    many = {f"key{i}": i for i in range(15)}
+    with pytest.raises(UnknownConfigKey, match=re.escape("key11 and 3 more.")):
+        configs.apply_overrides(many, ["zzz=1"], scope="env")
 
 
 @pytest.mark.parametrize(

@@ -233,12 +233,8 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
         try:
             base = OmegaConf.merge(base, OmegaConf.from_dotlist([item]))
         except ConfigKeyError:
-            valid = _dotted_keys(config)
-            close = (
-                difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-                or [candidate for candidate in valid if candidate.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1]][:1]
-            )
-            hint = f" Did you mean '{scope}.{close[0]}'?" if close else ""
+            close = _nearest_key(config, key)
+            hint = f" Did you mean '{scope}.{close}'?" if close else _keys_beside(config, key, scope)
             raise UnknownConfigKey(f"unknown {scope} configuration key '{scope}.{key}'.{hint}") from None
         except OmegaConfBaseException as error:
             message = str(error).splitlines()[0]
@@ -325,6 +321,36 @@ def _leaves(config: Mapping[Any, Any], prefix: str = "") -> Iterable[tuple[str, 
         yield dotted, value
         if isinstance(value, Mapping):
             yield from _leaves(value, f"{dotted}.")
+
+
+def _nearest_key(config: Mapping[str, Any], key: str) -> str | None:
+    """The valid dotted key `key` most likely meant: a sibling spelt alike (`algorithm.learning_rat`), else a key
+    elsewhere spelt alike (`algoritm.learning_rate`), else one with the same last part (`learning_rate`). A
+    shared section alone is no likeness: `algorithm.zzz` is not `algorithm.schedule`."""
+    parent, _, last = key.rpartition(".")
+    valid = [name for name in _dotted_keys(config) if not key.startswith(f"{name}.")]  # no ancestors
+    siblings = {name.rpartition(".")[2]: name for name in valid if name.rpartition(".")[0] == parent}
+    others = [name for name in valid if name.rpartition(".")[0] != parent]
+    close = [siblings[name] for name in difflib.get_close_matches(last, list(siblings), n=1, cutoff=0.6)]
+    close = close or difflib.get_close_matches(key, others, n=1, cutoff=0.5)
+    close = close or [name for name in valid if name.rpartition(".")[2] == last][:1]
+    return close[0] if close else None
+
+
+def _keys_beside(config: Mapping[str, Any], key: str, scope: str, listing: int = 12) -> str:
+    """The keys of the deepest section of `config` that `key` (dotted) reaches, as a hint: where nothing is
+    close to a key, the user needs to see what is there."""
+    section, path = config, [scope]
+    for part in key.split(".")[:-1]:
+        inner = section.get(part)
+        if not isinstance(inner, Mapping):
+            break
+        section, path = inner, [*path, part]
+    names = [str(name) for name in section]
+    if not names:
+        return ""
+    shown = ", ".join(names[:listing]) + (f" and {len(names) - listing} more" if len(names) > listing else "")
+    return f" Keys of {'.'.join(path)}: {shown}."
 
 
 def _dotted_keys(config: Mapping[str, Any], prefix: str = "") -> list[str]:
