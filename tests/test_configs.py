@@ -38,6 +38,15 @@ def test_an_unknown_key_names_the_nearest_valid_one():
         configs.apply_overrides(CONFIG, ["algoritm.learning_rate=1"], scope="agent")  # the section misspelt
 
 
+@pytest.mark.parametrize("override", ["hidden.0=32", "hidden.x.y=1"])
+def test_an_override_into_a_list_names_the_list_and_the_fix(override):
+    with pytest.raises(InvalidArgument) as raised:
+        configs.apply_overrides(CONFIG, [override], scope="agent")
+    assert str(raised.value) == (
+        f"override 'agent.{override}' reaches into agent.hidden, a list; pass the whole list, e.g. agent.hidden=[32]."
+    )
+
+
 def test_an_unknown_key_with_nothing_close_lists_the_keys_of_its_section():
     with pytest.raises(UnknownConfigKey) as raised:
         configs.apply_overrides(CONFIG, ["zzz=1"], scope="agent")

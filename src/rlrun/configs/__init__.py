@@ -10,6 +10,7 @@ struct mode: a key the configuration lacks is an error that names the nearest va
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from importlib import resources
@@ -237,6 +238,13 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
             hint = f" Did you mean '{scope}.{close}'?" if close else _keys_beside(config, key, scope)
             raise UnknownConfigKey(f"unknown {scope} configuration key '{scope}.{key}'.{hint}") from None
         except OmegaConfBaseException as error:
+            listed = _list_above(config, key)
+            if listed is not None:  # `hidden_dims.0=32`: OmegaConf reads the index as a key of a new section
+                name, value = listed
+                raise InvalidArgument(
+                    f"override '{scope}.{item}' reaches into {scope}.{name}, a list; pass the whole list, "
+                    f"e.g. {scope}.{name}={json.dumps(value)}."
+                ) from None
             message = str(error).splitlines()[0]
             raise InvalidArgument(f"cannot apply override '{scope}.{item}': {message}") from None
         except yaml.YAMLError as error:  # OmegaConf parses each value as YAML: `[16,` is not a list
@@ -321,6 +329,19 @@ def _leaves(config: Mapping[Any, Any], prefix: str = "") -> Iterable[tuple[str, 
         yield dotted, value
         if isinstance(value, Mapping):
             yield from _leaves(value, f"{dotted}.")
+
+
+def _list_above(config: Mapping[str, Any], key: str) -> tuple[str, list[Any]] | None:
+    """The list that dotted `key` reaches into (its dotted name and default), if any."""
+    value: Any = config
+    parts = key.split(".")
+    for depth, part in enumerate(parts[:-1]):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+        if isinstance(value, list):
+            return ".".join(parts[: depth + 1]), value
+    return None
 
 
 def _nearest_key(config: Mapping[str, Any], key: str) -> str | None:
