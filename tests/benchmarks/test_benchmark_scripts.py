@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +163,28 @@ def test_overhead_parts_times_every_variant_of_a_row():
     out = run_script("overhead_parts.py", "--library", "rl_games", "--rounds", "1", "--iterations", "1")
     for name in ("library alone", "through rlrun", "without step statistics", "plain checkpoints"):
         assert f"  {name}" in out and "library alone / this" in out
+
+
+def test_the_gpu_script_runs_every_part_off_cuda_at_tiny_sizes():
+    """`gpu.py --device cpu --quick`: the code path of the GPU figures (env-only, training with the census and
+    the flags read around it), so that a lent device's few minutes are not spent on a script's own bug."""
+    pytest.importorskip("rsl_rl")
+    out = run_script("gpu.py", "--device", "cpu", "--quick")
+    lines = out.splitlines()
+    for task in ("rlrun/CartPole-v1", "rlrun/CartPoleContinuous-v1", "rlrun/Pendulum-v1"):
+        assert any(line.startswith(f"env-only {task} ") and "no graphs off CUDA" in line for line in lines), task
+    assert "census: clean (check_leaks=True raised nothing), flags restored" in out
+    assert lines[-1] == "  every part ran"
+
+
+def test_the_gpu_script_refuses_a_machine_without_cuda_in_one_line(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHON"}
+    completed = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu.sh")], capture_output=True, text=True, env=environment, timeout=300, check=False
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.strip().splitlines()[-1].startswith("gpu.sh: no Python here whose torch sees a CUDA device")
