@@ -82,3 +82,28 @@ def test_a_checkpoint_with_a_refused_object_names_it_and_not_torchs_unsafe_advic
     message = str(caught.value)
     assert "_io.BytesIO" in message and "weights_only=True" in message
     assert "two options" not in message and "\x1b" not in message and "\n" not in message
+
+
+def test_every_install_hint_names_an_extra_that_every_pip_matches():
+    """pip before 23.3 compares extras as spelt, and setuptools writes them normalized (PEP 685: `rsl_rl`
+    becomes `rsl-rl`): with an older pip, `pip install 'rlrun[rsl_rl]'` installed rlrun without RSL-RL and
+    only warned. So the extras are declared in their normalized spelling, and the hints and `all` use it."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    def normalized(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    assert all(name == normalized(name) for name in extras), sorted(extras)
+    for library in LIBRARIES.values():
+        if library.provider == "rlrun":
+            assert library.extra in extras and library.install_hint == f"pip install 'rlrun[{library.extra}]'"
+    own = [requirement for requirement in (*extras["all"], *extras["dev"]) if requirement.startswith("rlrun[")]
+    assert own, "`all` and `dev` name rlrun's own extras"
+    for requirement in own:
+        inner = re.fullmatch(r"rlrun\[([^\]]+)\]", requirement)
+        assert inner is not None and set(inner.group(1).split(",")) <= set(extras), requirement

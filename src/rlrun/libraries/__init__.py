@@ -78,7 +78,7 @@ LIBRARIES: dict[str, Library] = {
             adapter="rlrun.libraries.rsl_rl",
             import_name="rsl_rl",
             distribution="rsl-rl-lib",
-            extra="rsl_rl",
+            extra="rsl-rl",
             summary="RSL-RL on-policy runner (PPO), continuous actions only",
         ),
         Library(
@@ -103,7 +103,7 @@ LIBRARIES: dict[str, Library] = {
             adapter="rlrun.libraries.rl_games",
             import_name="rl_games",
             distribution="rl-games",
-            extra="rl_games",
+            extra="rl-games",
             summary="rl_games Runner: PPO (a2c_continuous for Box, a2c_discrete for Discrete)",
         ),
         Library(
