@@ -6,7 +6,9 @@ With `RLRUN_CHECK_LEAKS=1`, any difference the detector finds after a call raise
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 
 import pytest
 
@@ -31,5 +33,36 @@ def log_root(tmp_path):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Run the slow tests (learning, subprocesses) last, so quick failures show first."""
+    """Skip the cases of a library path this installation lacks (`support.REQUIRES`: a test parametrized by
+    `skrl_jax` without JAX); run the slow tests (learning, subprocesses) last, so quick failures show first."""
+    for item in items:
+        parameters = getattr(getattr(item, "callspec", None), "params", {})
+        missing = next(filter(None, map(support.missing_module, parameters.values())), None)
+        if missing is not None:
+            item.add_marker(pytest.mark.skip(reason=f"{missing} is not installed"))
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test that needs an optional library this installation lacks is skipped, not failed: an
+    `rlrun.errors.MissingDependency` (rlrun's own refusal) or a `ModuleNotFoundError`, and only when the module
+    it names is indeed not importable here, so that a wrong refusal of an installed library still fails."""
+    report = yield
+    missing = _missing_module(call.excinfo.value) if call.excinfo is not None and report.failed else None
+    if missing is not None:
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {missing} is not installed")
+    return report
+
+
+def _missing_module(error: BaseException) -> str | None:
+    from rlrun.errors import MissingDependency
+
+    if isinstance(error, MissingDependency):
+        names = re.findall(r"(?:no module|needs) '([\w.]+)'", str(error))
+    elif isinstance(error, ModuleNotFoundError) and error.name:
+        names = [error.name]
+    else:
+        return None
+    return next((name for name in names if importlib.util.find_spec(name.split(".")[0]) is None), None)

@@ -34,6 +34,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+import pytest
 import torch
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
@@ -43,6 +44,33 @@ with contextlib.suppress(ImportError):  # loaded before any census, so that the 
 from rlrun.envs import register_task
 from rlrun.envs.pendulum import PendulumVectorEnv
 from rlrun.hermetic import GUARDS
+
+REQUIRES = {
+    "rsl_rl": ("rsl_rl",),
+    "skrl": ("skrl",),
+    "skrl_jax": ("skrl", "jax", "flax"),
+    "jax": ("jax", "flax"),
+    "sb3": ("stable_baselines3",),
+    "rl_games": ("rl_games",),
+    "torchrl": ("torchrl",),
+    "torchrl_sac": ("torchrl",),
+}
+"""A test parameter naming a library path (a contract case, a library, a framework) -> the modules it needs; the
+suite's `conftest` skips a parametrized test whose parameter needs a module that is not installed (an install
+without an extra: `pip install 'rlrun[rsl-rl,dev]'`)."""
+
+
+def missing_module(parameter: Any) -> str | None:
+    """The first module that test parameter `parameter` needs (`REQUIRES`) and this installation lacks, or None."""
+    if not isinstance(parameter, str):
+        return None
+    return next((name for name in REQUIRES.get(parameter, ()) if importlib.util.find_spec(name) is None), None)
+
+
+needs_jax = pytest.mark.skipif(
+    missing_module("jax") is not None, reason="JAX is not installed (pip install 'rlrun[jax]')"
+)
+"""For a test of SKRL on JAX that is not parametrized by its case."""
 
 MEDDLING_TASK = "rlrun_test/Meddling-v0"
 FAILURE_MESSAGE = "the environment exploded on purpose"

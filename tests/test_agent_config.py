@@ -15,6 +15,11 @@ from rlrun import configs
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.libraries import LIBRARIES
 
+pytest.importorskip("rsl_rl")
+pytest.importorskip("stable_baselines3")
+pytest.importorskip("rl_games")
+pytest.importorskip("skrl")  # the libraries its cases train with
+
 PENDULUM = "rlrun/Pendulum-v1"
 SMALL = {
     "rsl_rl": ("agent.num_steps_per_env=8", "agent.actor.hidden_dims=[16,16]", "agent.critic.hidden_dims=[16,16]"),

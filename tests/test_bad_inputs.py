@@ -39,6 +39,11 @@ from rlrun.errors import UnknownField, UserError
 from rlrun.hermetic import census, hermetic_call
 from support import SMALL_RSL_RL
 
+pytest.importorskip("rsl_rl")
+pytest.importorskip("stable_baselines3")
+pytest.importorskip("rl_games")
+pytest.importorskip("skrl")  # the libraries its cases train with
+
 PENDULUM = "rlrun/Pendulum-v1"
 CARTPOLE_CONTINUOUS = "rlrun/CartPoleContinuous-v1"
 SMALL_SB3 = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")

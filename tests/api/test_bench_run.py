@@ -17,6 +17,9 @@ import rlrun
 from rlrun.api.bench_request import BenchRun
 from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c
 
+pytest.importorskip("rsl_rl")
+pytest.importorskip("stable_baselines3")  # the libraries its cases train with
+
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 TIMES = ("wall_s", "steps_per_s", "time_to_threshold_s", "run_dir", "checkpoint")
 

@@ -10,6 +10,9 @@ from rlrun.api.bench_request import BenchRequest, BenchRun, load_spec, parse_see
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import hermetic_call
 
+pytest.importorskip("rsl_rl")
+pytest.importorskip("stable_baselines3")  # the libraries its cases train with
+
 BASE = {"tasks": ("rlrun/CartPole-v1",), "runs": ("sb3",), "iterations": 1}
 
 

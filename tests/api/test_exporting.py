@@ -12,6 +12,7 @@ from rlrun.envs import make_env
 from rlrun.libraries import get_library, load_adapter
 from rlrun.libraries.base import PlayJob
 from rlrun.rollout import random_policy
+from support import needs_jax
 
 TASK = "rlrun/Pendulum-v1"  # observation normalisation on in its tuned RSL-RL configuration
 SMALL = ("agent.num_steps_per_env=8",)
@@ -158,6 +159,7 @@ def test_every_pytorch_library_exports_what_its_live_policy_does(case, tmp_path)
     assert len(live.unique()) > 1  # the policy is not constant, so the comparison can fail
 
 
+@needs_jax
 def test_only_pytorch_agents_are_exported(capsys, tmp_path):
     root = str(tmp_path / "logs")
     small = ("agent.agent.rollouts=8", "agent.agent.mini_batches=1")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import optuna
 import pytest
+
+pytest.importorskip("optuna")
+import optuna
 
 import rlrun
 from rlrun.api.search_space import parse_enqueued, parse_space

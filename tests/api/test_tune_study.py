@@ -15,8 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-import optuna
 import pytest
+
+pytest.importorskip("optuna")
+import optuna
 
 import rlrun
 from rlrun.api.tune import TuneRequest, load_spec

@@ -22,6 +22,8 @@ from rlrun.libraries import rl_games
 from rlrun.libraries.base import TrainJob
 from support import assert_bitwise_equal, assert_order_independent
 
+pytest.importorskip("rl_games")
+
 SMALL = (
     "agent.params.config.horizon_length=8",
     "agent.params.config.minibatch_size=32",

@@ -17,6 +17,8 @@ from rlrun.libraries import rl_games
 from rlrun.libraries.base import PlayJob
 from rlrun.rollout import evaluate
 
+pytest.importorskip("rl_games")
+
 TASK = "rlrun/Pendulum-v1"
 
 

@@ -12,6 +12,8 @@ from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint
 from rlrun.libraries import rsl_rl
 
+pytest.importorskip("rsl_rl")
+
 TASK = "rlrun/CartPoleContinuous-v1"
 
 

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import torch
 import yaml
+
+pytest.importorskip("stable_baselines3")
 from stable_baselines3 import A2C, PPO, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecCheckNan, VecEnv

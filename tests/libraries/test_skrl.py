@@ -6,10 +6,13 @@ import atexit
 import collections
 import gc
 import importlib
+import importlib.util
 import json
 import logging
 import os
 import pickle
+import re
+import sys
 import threading
 import weakref
 from pathlib import Path
@@ -25,14 +28,16 @@ from rlrun import runs
 from rlrun.api import CORE_IMPORTS
 from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
-from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UnsupportedTask
 from rlrun.hermetic import GUARDS, census, hermetic_call
 from rlrun.libraries import rsl_rl
 from rlrun.libraries import skrl as adapter
 from rlrun.libraries.skrl_checkpoints import checkpoint_framework
 from rlrun.libraries.skrl_env import jax_device
 from support import MUTATIONS as SUPPORT_MUTATIONS
-from support import assert_order_independent
+from support import assert_order_independent, needs_jax
+
+pytest.importorskip("skrl")
 
 CARTPOLE = "rlrun/CartPole-v1"
 PENDULUM = "rlrun/Pendulum-v1"
@@ -67,6 +72,7 @@ def test_torch_learns_cartpole_and_plays_it_back(log_root):
     assert played.mean_return >= 400, f"played returns {played.returns}"
 
 
+@needs_jax
 @pytest.mark.slow
 def test_jax_improves_on_cartpole_and_plays_it_back(log_root):
     trained = rlrun.train(
@@ -105,6 +111,7 @@ def jax_weights(checkpoint):
     return {name: torch.frombuffer(bytearray(blob), dtype=torch.uint8) for name, blob in modules.items()}
 
 
+@needs_jax
 @pytest.mark.slow
 def test_a_jax_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process(tmp_path, monkeypatch):
     """On JAX too: the first run compiles SKRL's executables into an empty cache, the others load them."""
@@ -114,6 +121,7 @@ def test_a_jax_run_gives_the_same_result_after_other_runs_and_in_a_fresh_process
     assert_order_independent(tmp_path, a, b, jax_weights)
 
 
+@needs_jax
 @pytest.mark.slow
 def test_skrl_on_torch_and_jax_then_rsl_rl_leave_no_thread_descriptor_or_exit_hook(log_root, monkeypatch):
     registered = []
@@ -277,6 +285,19 @@ def test_a_file_that_is_not_a_skrl_checkpoint_is_refused(tmp_path, monkeypatch):
     assert not (tmp_path / "ran").exists()
 
 
+def test_a_jax_checkpoint_without_jax_installed_names_the_extra(tmp_path, monkeypatch):
+    path = tmp_path / "agent.pickle"
+    path.write_bytes(pickle.dumps({"policy": b"\x80"}, protocol=4))
+    monkeypatch.setitem(sys.modules, "msgpack", None)  # what an installation without JAX's packages has
+    expected = re.escape("is a SKRL checkpoint of JAX") + ".*" + re.escape("pip install 'rlrun[jax]'")
+    with pytest.raises(MissingDependency, match=expected):
+        adapter.check_checkpoint(path)
+    path.write_bytes(pickle.dumps({"policy": RunsCode()}))  # a file that is none is still refused first
+    with pytest.raises(CorruptCheckpoint, match="refused to load"):
+        adapter.check_checkpoint(path)
+
+
+@needs_jax
 def test_a_jax_checkpoint_is_read_without_running_code(tmp_path):
     from flax import serialization
 
@@ -290,7 +311,9 @@ def test_a_jax_checkpoint_is_read_without_running_code(tmp_path):
 
 
 def initialise_jax():
-    """Initialise JAX's backends and wait for the timer thread that initialisation starts to end."""
+    """Initialise JAX's backends, if JAX is installed, and wait for the timer thread that initialisation starts."""
+    if importlib.util.find_spec("jax") is None:
+        return
     import jax
 
     jax.devices()
@@ -299,6 +322,7 @@ def initialise_jax():
             thread.join()
 
 
+@needs_jax
 def test_jax_cannot_use_a_device_it_does_not_have():
     initialise_jax()
     with pytest.raises(InvalidArgument, match="pass --device cpu"):
@@ -327,6 +351,7 @@ HITS, WRITES = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cach
 """JAX's events for an executable loaded from the persistent cache and for one compiled and written to it."""
 
 
+@needs_jax
 def test_jax_calls_compile_into_rlruns_cache_folder_and_a_second_call_loads_from_it(
     log_root, tmp_path, monkeypatch, jax_cache_events
 ):
@@ -342,6 +367,7 @@ def test_jax_calls_compile_into_rlruns_cache_folder_and_a_second_call_loads_from
     assert jax_cache_events[HITS] > 0 and jax_cache_events[WRITES] == 0, dict(jax_cache_events)
 
 
+@needs_jax
 def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_compiled(log_root, monkeypatch):
     """JAX's caches held every call's models through SKRL's static arguments (22-35 MB a call); the call
     clears those functions. SKRL's array-only functions (`adapter.ARRAY_ONLY`) hold no call object and keep
@@ -366,6 +392,7 @@ def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_co
     assert ppo._compute_gae._cache_size() == kept
 
 
+@needs_jax
 def test_a_callers_own_jax_cache_comes_back_after_a_jax_call_with_its_objects(log_root, tmp_path, monkeypatch):
     import jax
     from jax._src import compilation_cache
@@ -394,6 +421,7 @@ def test_a_callers_own_jax_cache_comes_back_after_a_jax_call_with_its_objects(lo
     assert census.compare(before, census.snapshot()) == []
 
 
+@needs_jax
 def test_a_caller_who_switched_jax_caching_off_gets_no_cache(log_root, tmp_path, monkeypatch):
     import jax
 
@@ -450,7 +478,7 @@ def test_every_guard_of_the_adapter_has_a_mutation_here():
     assert {guard.name for guard in GUARDS if guard.owner == "skrl"} == set(MUTATIONS)
 
 
-@pytest.mark.parametrize("name", list(MUTATIONS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=needs_jax) if "jax" in name else name for name in MUTATIONS])
 def test_guard_restores_value_and_identity(name):
     import skrl
 

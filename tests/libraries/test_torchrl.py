@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
+pytest.importorskip("tensordict")
+pytest.importorskip("torchrl")
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torchrl.envs.utils import check_env_specs

@@ -6,6 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytest.importorskip("rliable")  # the report is drawn with rliable and matplotlib
+pytest.importorskip("matplotlib")
+
 
 def test_the_first_report_of_a_fresh_process_is_census_clean(bench_out):
     env = {**os.environ, "RLRUN_CHECK_LEAKS": "1", "ORT_DISABLE_TELEMETRY": "1"}

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import csv
 
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("optuna")
 import matplotlib
 import matplotlib.pyplot as plt
 import optuna
-import pytest
 
 from rlrun.reports.tune import trial_rows, write_report, write_trials
 

@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UnsupportedTask
 from rlrun.libraries.base import TrainJob, unreadable
 
 CHECKPOINT_DIRECTORY = "checkpoints"
@@ -35,13 +35,19 @@ class _NoGlobals(pickle.Unpickler):
 
 
 def _read_jax_checkpoint(path: Path) -> dict[str, Any]:
-    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code."""
-    import msgpack  # what flax serializes with; importing it changes no process state (flax would import jax)
-
+    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code. The pickle is
+    checked before msgpack is needed, so that an installation without JAX still refuses a file that is none."""
     with open(path, "rb") as file:
         modules = _NoGlobals(io.BytesIO(file.read())).load()
     if not isinstance(modules, dict) or not all(isinstance(blob, bytes) for blob in modules.values()):
         raise pickle.UnpicklingError("not a dictionary of serialized modules")
+    try:
+        import msgpack  # what flax serializes with; importing it changes no process state (flax would import jax)
+    except ImportError:
+        raise MissingDependency(
+            f"checkpoint {str(path)!r} is a SKRL checkpoint of JAX, and reading it needs JAX's packages, which are "
+            "not installed: pip install 'rlrun[jax]'."
+        ) from None
     return {name: msgpack.unpackb(blob, strict_map_key=False) for name, blob in modules.items()}
 
 
@@ -60,6 +66,8 @@ def check_checkpoint(path: Path) -> None:
             state = torch.load(path, map_location="cpu", weights_only=True)
         else:
             state = _read_jax_checkpoint(path)
+    except MissingDependency:
+        raise
     except Exception as error:
         raise unreadable(path, "a SKRL agent checkpoint", error) from error
     if not isinstance(state, dict) or "policy" not in state:
