@@ -41,13 +41,17 @@ def _bare_step(self: EpisodeStatistics, actions: Any) -> Any:
     return result
 
 
-def _plain_checkpoint(self: RunRecord, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
-    """A checkpoint written by the library's save at its path, listed in memory only."""
-    path = self.dir / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save(str(path))
-    self.manifest["checkpoints"].append({"file": name, **fields})
-    return path
+def _plain_checkpoints(self: RunRecord, checkpoints: Any) -> list[Path]:
+    """Checkpoints written by the library's save at their paths, listed in memory only (`save_checkpoint`, a
+    batch of one, comes here too)."""
+    paths = []
+    for name, save, fields in checkpoints:
+        path = self.dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save(str(path))
+        self.manifest["checkpoints"].append({"file": name, **fields})
+        paths.append(path)
+    return paths
 
 
 @contextlib.contextmanager
@@ -75,7 +79,7 @@ def variants(row: Any) -> dict[str, Callable[[Path, int], object]]:
         "library alone": row.direct,
         "through rlrun": row.through_rlrun,
         "without step statistics": without(row.through_rlrun, EpisodeStatistics, "step", _bare_step),
-        "plain checkpoints": without(row.through_rlrun, RunRecord, "save_checkpoint", _plain_checkpoint),
+        "plain checkpoints": without(row.through_rlrun, RunRecord, "save_checkpoints", _plain_checkpoints),
     }
 
 

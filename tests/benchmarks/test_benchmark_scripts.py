@@ -143,18 +143,22 @@ def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call
             env.step(torch.zeros(2, dtype=torch.int64))
         record = runs.RunRecord.create(tmp, "lib", "exp", None, {"library": "lib", "task": "t"}, {})
         record.save_checkpoint("model_0.pt", lambda path: Path(path).write_bytes(b"w"), iteration=0)
+        write = lambda path: Path(path).write_bytes(b"b")  # noqa: E731
+        record.save_checkpoints([("best.pt", write, {"iteration": 1}), ("model_1.pt", write, {"iteration": 1})])
         listed = [entry["file"] for entry in runs.read_manifest(record.dir)["checkpoints"]]
         called.append(((env.env_steps, env.episodes, listed), record))
 
     for name, variant in parts.variants(type("Row", (), {"direct": run, "through_rlrun": run})).items():
         variant(tmp_path / name.replace(" ", "_"), 1)
     (alone, _), (through, _), (bare, _), (plain, plain_record) = called
-    assert alone == through == (8, 2, ["model_0.pt"])
-    assert bare == (8, 0, ["model_0.pt"])  # steps counted, no episode recorded
+    files = ["model_0.pt", "best.pt", "model_1.pt"]
+    assert alone == through == (8, 2, files)
+    assert bare == (8, 0, files)  # steps counted, no episode recorded
     assert plain == (8, 2, []) and (plain_record.dir / "model_0.pt").read_bytes() == b"w"  # run.json not rewritten
-    assert [entry["file"] for entry in plain_record.manifest["checkpoints"]] == ["model_0.pt"]
+    assert (plain_record.dir / "best.pt").read_bytes() == b"b"  # a batch (SKRL's moments) written plainly too
+    assert [entry["file"] for entry in plain_record.manifest["checkpoints"]] == files
     assert EpisodeStatistics.step is not parts._bare_step  # put back after the call
-    assert runs.RunRecord.save_checkpoint is not parts._plain_checkpoint
+    assert runs.RunRecord.save_checkpoints is not parts._plain_checkpoints
 
 
 @pytest.mark.slow

@@ -260,26 +260,33 @@ def _forget_jax_traces(before: dict[int, tuple[Any, int]]) -> None:
     (`_update_policy(policy_act=policy.act)`, `_update_value(value_act=...)`, the Adam step's optax
     `transformation`). JAX keys its caches on static arguments and holds them strongly, so every call's
     models, optimizer state and compiled executables stayed alive: +22-35 MB and about 6,000-9,000 objects
-    per call. Evicted here, what the call added: every SKRL function that gained compiled entries in the
-    call, except those of `ARRAY_ONLY`, is cleared with its own `clear_cache()` (its executables and traced
-    jaxprs; JAX also empties its parameter-inference memo, refilled on the next cache miss), and two memos
-    of `jax._src.pjit` whose keys carry the argument tree (`_process_in_axis_resources`,
-    `_check_and_canonicalize_out_shardings`) are emptied. The caller's own jitted functions, and SKRL's
-    array-only ones, keep their compiled executables: clearing and tracing those again cost a PPO call
-    about 0.1 s and more (GAE's executable alone took 60 ms to release). Where a JAX version lacks those
-    names, `jax.clear_caches()` is used instead: correct, but every jitted function then compiles again on
-    its next call. Never raises (it runs in `finally`).
+    per call. Evicted here, what the call added: for every SKRL function that gained compiled entries in the
+    call, except those of `ARRAY_ONLY`, its executables (`_clear_cache`), its traced jaxprs and its entries
+    in pjit's parameter-inference cache (both caches are keyed weakly on the function, and evicted for it
+    alone); then two memos of `jax._src.pjit` whose keys carry the argument tree
+    (`_process_in_axis_resources`, `_check_and_canonicalize_out_shardings`) are emptied. The caller's own
+    jitted functions, and SKRL's array-only ones, keep their executables and inferred parameters: clearing
+    and tracing those again cost a PPO call about 0.1 s and more (GAE's executable alone took 60 ms to
+    release). JAX's public `clear_cache()` on a function would also empty the inference cache of every
+    function, the caller's included. Releasing what the call compiled takes about 20 ms (its executables are
+    freed with their jaxprs).
+    Where a JAX version lacks these names, `jax.clear_caches()` is used instead: correct, but every jitted
+    function then compiles again on its next call. Never raises (it runs in `finally`).
     """
     jax = sys.modules.get("jax")
     if jax is None:
         return
     try:
         from jax._src import pjit
+        from jax._src.interpreters import partial_eval
 
         memos = (pjit._process_in_axis_resources, pjit._check_and_canonicalize_out_shardings)
+        caches = (partial_eval.trace_to_jaxpr, pjit._infer_params_cached)  # weakly keyed on the function
         for key, (function, size) in _skrl_jitted_functions().items():
             if size < 0 or size > before.get(key, (None, 0))[1]:
-                function.clear_cache()
+                function._clear_cache()
+                for cache in caches:
+                    cache.evict_weakref(function._fun)
         for memo in memos:
             memo.cache_clear()
     except Exception:  # JAX's internals moved: clear everything rather than keep every call's agent
