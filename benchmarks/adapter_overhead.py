@@ -14,7 +14,8 @@ median >= 0.98, rlrun within 2% of the library.
 
 A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (sized for 3-6 s
 a side) and two functions of a temporary directory and a number of iterations: `direct(tmp, iterations)`
-(the library alone) and `through_rlrun(tmp, iterations)` (the same run via rlrun).
+(the library alone) and `through_rlrun(tmp, iterations)` (the same run via rlrun). `overhead_split.py` splits a
+row's gap into what a call costs once and what each iteration costs; `overhead_parts.py` into rlrun's parts.
 """
 
 from __future__ import annotations

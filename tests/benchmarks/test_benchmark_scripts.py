@@ -169,6 +169,61 @@ def test_overhead_parts_times_every_variant_of_a_row():
         assert f"  {name}" in out and "library alone / this" in out
 
 
+def test_overhead_split_fits_a_line_per_side_and_finds_where_the_ratio_reaches_the_goal(benchmark):
+    """Library alone: 0.1 s + 1.0 s an iteration; rlrun: 0.2 s + 1.01 s. Per iteration 1/1.01 = 0.990 >= 0.98,
+    so the ratio (0.1 + n) / (0.2 + 1.01 n) reaches 0.98 from n = (0.98 x 0.2 - 0.1) / (1 - 0.98 x 1.01) = 9.6."""
+    Split = benchmark("overhead_split").Split
+    split = Split(1, 5, library=(1.1, 5.1), rlrun=(1.21, 5.25))
+    assert split.line(split.library) == pytest.approx((0.1, 1.0))
+    assert split.per_call == pytest.approx(0.1) and split.per_iteration == pytest.approx(1 / 1.01)
+    reach = split.reaches(0.98)
+    assert reach == pytest.approx(0.096 / 0.0102)
+    assert (0.1 + reach) / (0.2 + 1.01 * reach) == pytest.approx(0.98)
+    assert Split(1, 5, library=(1.1, 5.1), rlrun=(1.15, 5.35)).reaches(0.98) == float("inf")  # 1/1.05 a step
+    assert Split(1, 5, library=(1.2, 5.2), rlrun=(1.1, 5.1)).reaches(0.98) == 0.0  # rlrun cheaper per call
+
+
+def test_overhead_split_times_four_sides_in_rotating_order_and_prints_the_split(benchmark, capsys):
+    split = benchmark("overhead_split")
+    ran = []
+
+    def row_side(name, fixed, per_iteration):
+        def run(tmp, iterations):
+            ran.append((name, iterations))
+            return fixed + per_iteration * iterations
+
+        return run
+
+    row = type("Row", (), {"LABEL": "fake", "NUM_ENVS": 4})
+    row.direct, row.through_rlrun = row_side("library", 0.1, 1.0), row_side("rlrun", 0.2, 1.01)
+    sides = {}
+
+    def fake_side(run, iterations, threads=None):  # each side "takes" what its run returns
+        sides[run, iterations] = lambda: run(None, iterations)
+        return sides[run, iterations]
+
+    original = split.side
+    split.side = fake_side
+    try:
+        splits = split.measure(row, rounds=4, short=1, long=3)
+    finally:
+        split.side = original
+    assert ran[:2] == [("library", 1), ("rlrun", 1)]  # warm-up: the short sides
+    rounds = [ran[2 + 4 * index : 6 + 4 * index] for index in range(4)]
+    assert [first for first, *_ in rounds] == [("library", 1), ("rlrun", 1), ("library", 3), ("rlrun", 3)]
+    assert all(sorted(each) == sorted(rounds[0]) for each in rounds)
+    assert all(s.per_call == pytest.approx(0.1) and s.per_iteration == pytest.approx(1 / 1.01) for s in splits)
+    out = capsys.readouterr().out
+    assert "fake: 1 and 3 iterations, 4 rounds" in out and "rlrun per call +100.0 ms, per iteration 0.990" in out
+    assert "whole call >= 0.98 from 10 iterations" in out  # 9.4, rounded up
+
+
+@pytest.mark.slow
+def test_overhead_split_runs_a_row_end_to_end():
+    out = run_script("overhead_split.py", "--libraries", "rsl_rl", "--rounds", "1", "--short", "1", "--long", "2")
+    assert "rsl_rl    rlrun per call" in out and "per iteration, library alone / rlrun" in out
+
+
 def test_the_gpu_script_runs_every_part_off_cuda_at_tiny_sizes():
     """`gpu.py --device cpu --quick`: the code path of the GPU figures (env-only, training with the census and
     the flags read around it), so that a lent device's few minutes are not spent on a script's own bug."""
