@@ -63,6 +63,59 @@ def test_compiled_and_eager_steps_agree_and_a_constant_changed_later_takes_effec
     assert compiled.components is components  # the same tensor throughout, its memory the kernel's latest
 
 
+def test_the_first_compiled_step_frees_one_block_the_size_of_its_outputs_and_later_steps_none(monkeypatch):
+    freed = []
+    monkeypatch.setattr(kernels, "reuse_freed_memory", lambda outputs: freed.append(outputs))
+    env = CartPoleVectorEnv(kernels.AUTO_ENVS, kernel="compiled")
+    env.reset(seed=0)
+    for _ in range(3):
+        obs, *_ = env.step(torch.zeros(kernels.AUTO_ENVS, dtype=torch.int64))
+    assert len(freed) == 1 and obs.shape == (kernels.AUTO_ENVS, 4)
+    assert freed[0][0].shape == obs.shape and len(freed[0]) >= 5  # the kernel's outputs themselves
+    eager = CartPoleVectorEnv(8, kernel="eager")
+    eager.reset(seed=0)
+    eager.step(torch.zeros(8, dtype=torch.int64))
+    assert len(freed) == 1  # an eager step frees none
+
+
+MALLINFO = """
+import ctypes, sys, torch
+from rlrun.envs import kernels
+
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS.split()]
+
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = Info
+outputs = [torch.empty(2**20, dtype=torch.uint8) for _ in range(3)]  # alive: no block freed yet
+if sys.argv[1] == "freed":
+    kernels.reuse_freed_memory(outputs)
+before = mallinfo2().hblkhd
+block = torch.empty(3 * 2**20 - 2**16, dtype=torch.uint8)
+print(mallinfo2().hblkhd - before)  # what a new block of a step's size took from fresh mappings
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
+def test_after_the_block_a_steps_worth_of_memory_comes_from_the_heap_not_fresh_mappings():
+    """glibc maps a block above its mmap threshold afresh (page faults on every write), and raises the
+    threshold to a freed mapped block's size: after `reuse_freed_memory`, a step's outputs fit under it."""
+    import ctypes
+    import subprocess
+
+    if not hasattr(ctypes.CDLL(None), "mallinfo2"):
+        pytest.skip("not glibc 2.33 or later")
+
+    def mapped(mode):
+        run = subprocess.run([sys.executable, "-c", MALLINFO, mode], capture_output=True, text=True, check=True)
+        return int(run.stdout.split()[-1])
+
+    assert mapped("new process") >= 3 * 2**20 - 2**16  # the control: a fresh mapping
+    assert mapped("freed") == 0
+
+
 @pytest.mark.slow
 def test_a_kernel_that_writes_its_input_state_is_refused_when_it_is_built(tmp_path, monkeypatch):
     monkeypatch.setenv(kernels.CACHE_VARIABLE, str(tmp_path))

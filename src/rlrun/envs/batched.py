@@ -113,6 +113,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self._components = torch.zeros(self.state_size, num_envs, dtype=self.state_dtype, device=self.device)
         self._steps = torch.zeros(num_envs, dtype=torch.int32, device=self.device)
         self._kernel = self._load_kernel(kernel)
+        self._first_compiled_step = True
         self._ended = np.empty(0, dtype=np.int64)
         self._ended_lengths = _NO_LENGTHS
 
@@ -216,6 +217,11 @@ class BatchedVectorEnv(VectorEnv, ABC):
         tensor object) once the actions are known to be valid."""
         inputs = [self._components, self.kernel_actions(actions), self.kernel_constants()]
         outputs = self._kernel.run(inputs)
+        if self._first_compiled_step:
+            from rlrun.envs import kernels
+
+            self._first_compiled_step = False
+            kernels.reuse_freed_memory(outputs)
         if len(outputs) > 5 and outputs[5].item():  # `refused_actions`: nothing has changed yet
             self.check_actions(inputs[1])
             raise RuntimeError(f"{type(self).__name__}.refused_actions refused actions that check_actions accepts.")
