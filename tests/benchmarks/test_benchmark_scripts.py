@@ -247,3 +247,40 @@ def test_the_gpu_script_refuses_a_machine_without_cuda_in_one_line(tmp_path):
     )
     assert completed.returncode == 1
     assert completed.stderr.strip().splitlines()[-1].startswith("gpu.sh: no Python here whose torch sees a CUDA device")
+
+
+def test_checkpoint_moments_writes_the_same_files_on_every_side_and_prints_each(benchmark, tmp_path, capsys):
+    """`checkpoint_moments.py`: the library's saves and the record's (both ways) write the same checkpoints, the
+    record lists them all, and the script prints each side's cost against the library's saves."""
+    import torch
+
+    moments = benchmark("checkpoint_moments")
+    plan = moments.moments(3)
+    assert plan == [["best_agent.pt", "agent_0.pt"], ["agent_1.pt"], ["best_agent.pt", "agent_2.pt"]]
+    training, state = moments.Training(0.1), moments.agent_state()
+    moments.library_saves(tmp_path / "alone", training, state, plan)
+    files = sorted(path.name for path in (tmp_path / "alone" / "checkpoints").iterdir())
+    for background in (True, False):
+        root = tmp_path / f"record_{background}"
+        moments.through_record(background)(root, training, state, plan)
+        (run_dir,) = root.glob("bench/moments/*")
+        assert sorted(path.name for path in (run_dir / "checkpoints").iterdir()) == files
+        listed = [entry["file"] for entry in runs_manifest(run_dir)["checkpoints"]]
+        assert listed == [
+            "checkpoints/agent_0.pt",
+            "checkpoints/agent_1.pt",
+            "checkpoints/best_agent.pt",
+            "checkpoints/agent_2.pt",
+        ]
+    threads = torch.get_num_threads()
+    assert moments.main(["--moments", "2", "--rounds", "1", "--work_ms", "0.1", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for side in ("library's saves", "rlrun, in the background", "rlrun, in the caller"):
+        assert f"  {side}" in out
+    assert "ms a moment" in out and torch.get_num_threads() == threads
+
+
+def runs_manifest(run_dir: Path) -> dict:
+    from rlrun import runs
+
+    return runs.read_manifest(run_dir)

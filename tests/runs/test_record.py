@@ -267,19 +267,47 @@ def test_in_the_background_a_save_returns_before_the_disk_confirms_and_settle_li
     assert commit_threads() == [] and not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
 
 
-def test_background_batches_land_in_order_and_finish_waits_for_them(tmp_path, monkeypatch):
+def test_background_batches_land_in_order_on_one_thread_and_finish_waits_for_them(tmp_path, monkeypatch):
     record = background_record(tmp_path)
+    release = threading.Event()
     fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda descriptor: time.sleep(0.05) or fsync(descriptor))
+    monkeypatch.setattr(os, "fsync", lambda descriptor: release.wait(10) and fsync(descriptor))
     for index in range(3):
         record.save_checkpoint(f"model_{index}.pt", writer(b"w%d" % index), iteration=index)
-    assert len(commit_threads()) >= 2  # the writer did not wait for the disk between saves
+    # The writer did not wait for the disk between saves, and one thread commits every batch.
+    assert on_disk(record) == in_memory(record) == [] and len(commit_threads()) == 1
+    release.set()
     record.save_checkpoint("model_0.pt", writer(b"again"), iteration=3)
     record.finish("completed")
     assert commit_threads() == []
     assert on_disk(record) == in_memory(record) == ["model_1.pt", "model_2.pt", "model_0.pt"]
     assert runs.read_manifest(record.dir)["status"] == "completed"
     assert (record.dir / "model_0.pt").read_bytes() == b"again"
+
+
+def test_a_record_sweeps_each_directory_once_and_probes_the_file_mode_once(tmp_path, monkeypatch):
+    """The run's directories hold no dead writer's temporaries after the first batch into them: later batches
+    neither list them again nor make a probe file."""
+    swept, probed = [], []
+    sweep, probe = runs.atomic.sweep_temporaries, runs.atomic._new_file_mode
+    monkeypatch.setattr(runs.atomic, "sweep_temporaries", lambda directory: swept.append(directory) or sweep(directory))
+    monkeypatch.setattr(runs.atomic, "_new_file_mode", lambda folder: probed.append(folder) or probe(folder))
+    record = background_record(tmp_path)
+    (record.dir / "checkpoints").mkdir()
+    for index in range(3):
+        record.save_checkpoints([(f"checkpoints/model_{index}.pt", writer(b"w"), {"iteration": index})])
+    record.settle()
+    assert sorted(swept) == [record.dir, record.dir / "checkpoints"] and len(probed) == 1
+    record.finish("completed")  # a write of run.json alone (`write_manifest`) sweeps the run's folder again
+    assert on_disk(record) == [f"checkpoints/model_{index}.pt" for index in range(3)]
+    mode = 0o666 & ~_umask()
+    assert stat.S_IMODE((record.dir / "checkpoints" / "model_2.pt").stat().st_mode) == mode
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def test_a_failed_background_commit_is_raised_once_and_the_next_finish_lists_what_landed(tmp_path, monkeypatch):
@@ -328,19 +356,21 @@ def test_a_ctrl_c_while_a_save_waits_for_the_oldest_commit_is_raised_and_the_che
     in_flight = runs.atomic.BackgroundCommits.IN_FLIGHT
     for index in range(in_flight):
         record.save_checkpoint(f"model_{index}.pt", writer(b"w%d" % index), iteration=index)
-    join = threading.Thread.join
+    acquire = threading.Semaphore.acquire
     interrupts = [KeyboardInterrupt()]
 
-    def interrupted_join(thread, timeout=None):
-        if interrupts:
+    def interrupted_acquire(semaphore, blocking=True, timeout=None):
+        if interrupts and threading.current_thread() is threading.main_thread():
+            assert not acquire(semaphore, blocking=False)  # every slot is taken: the save waits for the oldest
             release.set()
             raise interrupts.pop()
-        return join(thread, timeout)
+        return acquire(semaphore, blocking, timeout)
 
-    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    monkeypatch.setattr(threading.Semaphore, "acquire", interrupted_acquire)
     with pytest.raises(KeyboardInterrupt):  # was swallowed: a second Ctrl-C did not stop at once
         record.save_checkpoint(f"model_{in_flight}.pt", writer(b"last"), iteration=in_flight)
-    monkeypatch.setattr(threading.Thread, "join", join)
+    assert not interrupts
+    monkeypatch.setattr(threading.Semaphore, "acquire", acquire)
     record.settle()
     assert on_disk(record) == in_memory(record) == [f"model_{index}.pt" for index in range(in_flight + 1)]
     assert commit_threads() == [] and not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))

@@ -11,11 +11,13 @@ umask 022), as every other tool's output does.
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,12 +45,23 @@ def atomic_paths(*paths: str | os.PathLike[str], moved: list[Path] | None = None
     commit_batch(batch, moved if moved is not None else [], lambda _: None)
 
 
+@dataclass
+class Folders:
+    """What a writer of many batches into the same directories learns once (a `RunRecord` keeps one for its
+    run): the directories already swept of dead writers' temporaries (`sweep_temporaries`), and the mode a new
+    file gets in this process (`_new_file_mode`). Without it, each batch sweeps and probes again: a listing of
+    the directory and four system calls more per batch."""
+
+    swept: set[Path] = field(default_factory=set)
+    mode: int | None = None
+
+
 @contextmanager
-def written_batch(*paths: str | os.PathLike[str]) -> Iterator[Batch]:
+def written_batch(*paths: str | os.PathLike[str], folders: Folders | None = None) -> Iterator[Batch]:
     """Yield a prepared `Batch` of `paths` for the caller to write its `temporaries`; should the writing raise
     (KeyboardInterrupt included), its temporary folders are removed. Commit it afterwards: `commit_batch`, or a
-    committer's `submit`."""
-    batch = Batch(paths)
+    committer's `submit`. `folders`: what earlier batches of the same writer learned (see `Folders`)."""
+    batch = Batch(paths, folders)
     try:
         batch.prepare()
         yield batch
@@ -62,26 +75,32 @@ class Batch:
     `temporaries`, `commit` fsyncs and moves them in order, `discard` removes what is left, and
     `fsync_last_directory` makes the last move durable. `BackgroundCommits` runs the last three on a thread."""
 
-    def __init__(self, paths: tuple[str | os.PathLike[str], ...]) -> None:
+    def __init__(self, paths: tuple[str | os.PathLike[str], ...], known: Folders | None = None) -> None:
         self.targets = [Path(path) for path in paths]
         if not self.targets or len(set(self.targets)) != len(self.targets):
             raise ValueError(f"atomic_paths needs distinct paths, got {[str(path) for path in self.targets]}")
         self.folders: dict[Path, Path] = {}  # a target directory -> the temporary folder beside it
         self.temporaries: tuple[Path, ...] = ()
+        self._known = known if known is not None else Folders()
         self._mode = 0
 
     def prepare(self) -> None:
         """Make the temporary folders (call it inside a `try` whose `finally` discards: a Ctrl-C at any point
         after a folder exists still removes it)."""
+        known = self._known
         for target in self.targets:
             if target.parent not in self.folders:
-                sweep_temporaries(target.parent)
+                if target.parent not in known.swept:
+                    sweep_temporaries(target.parent)
+                    known.swept.add(target.parent)
                 folder = tempfile.mkdtemp(
                     prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
                 )
                 self.folders[target.parent] = Path(folder)
                 _WRITING.add(Path(folder).name)
-        self._mode = _new_file_mode(next(iter(self.folders.values())))
+        if known.mode is None:
+            known.mode = _new_file_mode(next(iter(self.folders.values())))
+        self._mode = known.mode
         self.temporaries = tuple(self.folders[target.parent] / target.name for target in self.targets)
 
     def commit(self, moved: list[Path] | None = None) -> None:
@@ -137,79 +156,85 @@ class ForegroundCommits:
 
 
 class BackgroundCommits:
-    """Commits written batches on threads, in the order given, while the writer goes on.
+    """Commits written batches on one thread, in the order given, while the writer goes on.
 
     A batch's files are written by the caller (`torch.save` into the page cache: fast); what remains, fsyncing
     each file and its folders and moving them into place, mostly waits for the disk, without the GIL. A
     training that saves a checkpoint every few iterations (SKRL: 16 in a 15-iteration run, two at a time)
-    spent 4-5% of its time there. Each batch's thread first joins the one before it, so batches land in
-    submission order; after a failed commit the later batches are discarded, never moved (their run.json
-    would list the failed one's file). At most `IN_FLIGHT` batches wait at once: `submit` joins the oldest
-    beyond that. `wait` returns once none is in flight, raising what a commit raised (once). The threads are
-    joined by `wait`: a writer calls it before its last write, so no thread outlives the call (a Ctrl-C while
-    it waits is held until the commits are done, a few milliseconds, then raised).
+    spent 4-5% of its time there. One committer thread ("rlrun-commit", started by the first `submit`) takes
+    the batches from a queue in submission order; after a failed commit the later batches are discarded,
+    never moved (their run.json would list the failed one's file). At most `IN_FLIGHT` batches are in flight
+    at once: `submit` waits for the oldest beyond that. `wait` returns once none is, joining the thread and
+    raising what a commit raised (once): a writer calls it before its last write, so no thread outlives the
+    call (a Ctrl-C while it waits is held until the commits are done, a few milliseconds, then raised).
 
     A commit is not free for the writer's thread: each system call it makes releases the GIL and takes it
     back, and while the training holds it, taking it back forces a switch. In a 1-iteration SKRL call (11
     commits within 64 steps) the policy's `act` took 41 ms in all with commits in flight against 26 ms
     without (commits in the caller), 37 ms once `Batch` used plain descriptors and `os.rmdir` instead of
-    `open()` and `shutil.rmtree` (fewer calls per commit).
+    `open()` and `shutil.rmtree` (fewer calls per commit). A thread per batch cost more again (`start` waits
+    until the new thread runs, a wait for the scheduler when the other core is busy): 11 SKRL-sized moments
+    beside a training loop took 27-35 ms more than the library's plain saves with a thread per batch, 19-26
+    ms with this one thread (`benchmarks/checkpoint_moments.py`).
     """
 
     IN_FLIGHT = 4
 
     def __init__(self) -> None:
-        self._threads: list[threading.Thread] = []
+        self._queue: queue.SimpleQueue[tuple[Batch, list[Path], Callable[[list[Path]], None]] | None]
+        self._queue = queue.SimpleQueue()
+        self._slots = threading.Semaphore(self.IN_FLIGHT)  # taken by `submit`, given back as a batch is done
+        self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def submit(self, batch: Batch, moved: list[Path], then: Callable[[list[Path]], None]) -> None:
         """Commit `batch` (discarding its folders, fsyncing its last folder) after the batches before it, then
         call `then(moved)` with the paths that were moved, whether or not the commit completed. A Ctrl-C while
         it waits for the oldest batch (`IN_FLIGHT` of them in flight) is raised once this one is submitted."""
-        self._threads = [thread for thread in self._threads if thread.is_alive()]
-        interrupted = False
-        if len(self._threads) >= self.IN_FLIGHT:
-            interrupted = self._join(self._threads[:1])
-            self._threads = self._threads[1:]
-        previous = self._threads[-1] if self._threads else None
-
-        def run() -> None:
-            if previous is not None:
-                previous.join()
-            if self._error is not None:  # an earlier batch failed: this one's run.json would list its file
-                batch.discard()
-                return
-            try:
-                commit_batch(batch, moved, then)
-            except BaseException as error:  # raised in the writer by its next `wait`
-                self._error = error
-
-        thread = threading.Thread(target=run, name="rlrun-commit", daemon=False)
-        thread.start()
-        self._threads.append(thread)
+        interrupted = _held(self._slots.acquire)
+        self._queue.put((batch, moved, then))
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._commit_all, name="rlrun-commit", daemon=False)
+            self._thread.start()
         if interrupted:  # a Ctrl-C while the oldest commit finished: raised now, this batch still on its way
             raise KeyboardInterrupt
 
     def wait(self) -> None:
-        threads, self._threads = self._threads, []
-        interrupted = self._join(threads)
+        thread, self._thread = self._thread, None
+        interrupted = False
+        if thread is not None:
+            self._queue.put(None)  # the thread's last item: it ends after the batches before it
+            interrupted = _held(thread.join)
         error, self._error = self._error, None
         if error is not None:
             raise error
         if interrupted:
             raise KeyboardInterrupt
 
-    @staticmethod
-    def _join(threads: list[threading.Thread]) -> bool:
-        """Join `threads`, holding a Ctrl-C until they are done; return whether one came."""
-        interrupted = False
-        for thread in threads:
-            while thread.is_alive():
-                try:
-                    thread.join()
-                except KeyboardInterrupt:
-                    interrupted = True
-        return interrupted
+    def _commit_all(self) -> None:
+        while (item := self._queue.get()) is not None:
+            batch, moved, then = item
+            try:
+                if self._error is not None:  # an earlier batch failed: this one's run.json would list its file
+                    batch.discard()
+                else:
+                    commit_batch(batch, moved, then)
+            except BaseException as error:  # raised in the writer by its next `wait`
+                self._error = error
+            finally:
+                self._slots.release()
+
+
+def _held(wait: Callable[[], object]) -> bool:
+    """Call `wait` (a blocking join or acquire) until it returns, holding a Ctrl-C that comes meanwhile; return
+    whether one came."""
+    interrupted = False
+    while True:
+        try:
+            wait()
+            return interrupted
+        except KeyboardInterrupt:
+            interrupted = True
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlrun.runs.atomic import BackgroundCommits, ForegroundCommits, written_batch
+from rlrun.runs.atomic import BackgroundCommits, Folders, ForegroundCommits, written_batch
 from rlrun.runs.manifest import MANIFEST, MANIFEST_VERSION, manifest_text, new_run_dir, utc_now, write_manifest
 
 
@@ -37,6 +37,7 @@ class RunRecord:
         self.dir = directory
         self.manifest = manifest
         self._commits = BackgroundCommits() if background else ForegroundCommits()
+        self._folders = Folders()  # the run's directories are swept once, the new-file mode probed once
         self._listed: list[dict[str, Any]] = manifest.get("checkpoints", [])
         """The entries of the newest run.json handed to a commit (the next builds on it)."""
 
@@ -68,7 +69,7 @@ class RunRecord:
         # checkpoint's: in the background, the training starts while the disk confirms (6 fsyncs, ~5 ms).
         files = {record.dir / "params" / name: text for name, text in params.items()}
         files[record.dir / MANIFEST] = manifest_text(record.manifest)
-        with written_batch(*files) as batch:
+        with written_batch(*files, folders=record._folders) as batch:
             for temporary, text in zip(batch.temporaries, files.values(), strict=True):
                 temporary.write_text(text, encoding="utf-8")
         record._commits.submit(batch, [], lambda moved: None)
@@ -105,7 +106,7 @@ class RunRecord:
         names = [name for name, _, _ in checkpoints]
         paths = [self.dir / name for name in names]
         new: dict[str, dict[str, Any]] = {}
-        with written_batch(*paths, self.dir / MANIFEST) as batch:
+        with written_batch(*paths, self.dir / MANIFEST, folders=self._folders) as batch:
             *temporaries, manifest = batch.temporaries
             for (name, save, fields), temporary in zip(checkpoints, temporaries, strict=True):
                 save(str(temporary))
