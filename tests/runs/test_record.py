@@ -179,10 +179,17 @@ def test_an_interrupt_at_any_step_of_a_checkpoint_save_leaves_a_run_that_lists_o
     with pytest.raises(KeyboardInterrupt):
         record.save_checkpoint("model_1.pt", interrupted_writer, iteration=1)
     monkeypatch.undo()
-    assert sorted(os.listdir(record.dir)) == sorted(["model_0.pt", "run.json", "params", *(["model_1.pt"] * lands)])
+    # The batch's temporary folder went with its interrupted write or commit; once committed (the folder's
+    # fsync comes after the moves), it waits for the run's next batch, until the run's last write.
+    temporaries = [name for name in os.listdir(record.dir) if name.endswith(runs.TEMPORARY_SUFFIX)]
+    assert len(temporaries) == (1 if step == 5 else 0)
+    assert all(not os.listdir(record.dir / name) for name in temporaries)
+    listed = sorted(set(os.listdir(record.dir)) - set(temporaries))
+    assert listed == sorted(["model_0.pt", "run.json", "params", *(["model_1.pt"] * lands)])
     assert on_disk(record) == ["model_0.pt", *(["model_1.pt"] * (step == 5))]
     assert in_memory(record) == ["model_0.pt", *(["model_1.pt"] * lands)]
     record.finish("interrupted")
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
     assert on_disk(record) == in_memory(record)
     assert all((record.dir / name).is_file() for name in on_disk(record))
     newest, _ = runs.resolve_checkpoint("latest", log_root=tmp_path / "logs", library="lib", task="t")
@@ -302,6 +309,29 @@ def test_a_record_sweeps_each_directory_once_and_probes_the_file_mode_once(tmp_p
     assert on_disk(record) == [f"checkpoints/model_{index}.pt" for index in range(3)]
     mode = 0o666 & ~_umask()
     assert stat.S_IMODE((record.dir / "checkpoints" / "model_2.pt").stat().st_mode) == mode
+
+
+def test_a_run_reuses_committed_batches_folders_and_never_one_a_batch_in_flight_writes_in(tmp_path, monkeypatch):
+    made = []
+    mkdtemp = runs.atomic.tempfile.mkdtemp
+    monkeypatch.setattr(runs.atomic.tempfile, "mkdtemp", lambda **kw: made.append(mkdtemp(**kw)) or made[-1])
+    record = background_record(tmp_path)  # its first batch made the run folder's temporary folder
+    (record.dir / "checkpoints").mkdir()
+    release = threading.Event()
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: release.wait(10) and fsync(descriptor))
+    for index in range(3):  # all three in flight: each writes in folders of its own
+        record.save_checkpoints([(f"checkpoints/model_{index}.pt", writer(b"w"), {"iteration": index})])
+    assert len(made) == 1 + 2 + 2 + 2 and len(set(made)) == len(made)
+    release.set()
+    record._commits.wait()  # committed, not settled: the folders wait for the next batches
+    for index in range(3, 6):
+        record.save_checkpoints([(f"checkpoints/model_{index}.pt", writer(b"w"), {"iteration": index})])
+        record._commits.wait()
+    assert len(made) == 7  # no folder made for the three later batches
+    record.finish("completed")
+    assert on_disk(record) == [f"checkpoints/model_{index}.pt" for index in range(6)]
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}")) and not any(Path(name).exists() for name in made)
 
 
 def _umask() -> int:

@@ -47,13 +47,25 @@ def atomic_paths(*paths: str | os.PathLike[str], moved: list[Path] | None = None
 
 @dataclass
 class Folders:
-    """What a writer of many batches into the same directories learns once (a `RunRecord` keeps one for its
-    run): the directories already swept of dead writers' temporaries (`sweep_temporaries`), and the mode a new
-    file gets in this process (`_new_file_mode`). Without it, each batch sweeps and probes again: a listing of
-    the directory and four system calls more per batch."""
+    """What a writer of many batches into the same directories keeps between them (a `RunRecord` keeps one for
+    its run): the directories already swept of dead writers' temporaries (`sweep_temporaries`), the mode a new
+    file gets in this process (`_new_file_mode`), and the temporary folders of committed batches, empty, for
+    the next batches into their directory. Without it each batch sweeps and probes again, and makes and removes
+    its own folders: a mkdir and a rmdir per directory, 0.15-0.2 ms each of journal work on this machine's ext4,
+    about a millisecond of every SKRL checkpoint moment. The writer calls `release` once no batch is in flight.
+    """
 
     swept: set[Path] = field(default_factory=set)
     mode: int | None = None
+    free: dict[Path, list[Path]] = field(default_factory=dict)
+    """Empty temporary folders by the directory they are in. Only the writer's thread takes one (`prepare`); a
+    committer thread gives them back (`discard`)."""
+
+    def release(self) -> None:
+        """Remove the free temporary folders."""
+        for folders in self.free.values():
+            while folders:
+                _remove_folder(folders.pop())
 
 
 @contextmanager
@@ -81,8 +93,10 @@ class Batch:
             raise ValueError(f"atomic_paths needs distinct paths, got {[str(path) for path in self.targets]}")
         self.folders: dict[Path, Path] = {}  # a target directory -> the temporary folder beside it
         self.temporaries: tuple[Path, ...] = ()
+        self._reuse = known is not None  # the writer keeps its folders between batches (and releases them)
         self._known = known if known is not None else Folders()
         self._mode = 0
+        self._committed = False
 
     def prepare(self) -> None:
         """Make the temporary folders (call it inside a `try` whose `finally` discards: a Ctrl-C at any point
@@ -93,6 +107,10 @@ class Batch:
                 if target.parent not in known.swept:
                     sweep_temporaries(target.parent)
                     known.swept.add(target.parent)
+                free = known.free.setdefault(target.parent, [])
+                if free:  # a committed batch's folder, empty: its files were moved
+                    self.folders[target.parent] = free.pop()
+                    continue
                 folder = tempfile.mkdtemp(
                     prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
                 )
@@ -120,14 +138,17 @@ class Batch:
                 moved.append(target)
             if index + 1 < len(targets) and targets[index + 1].parent != target.parent:
                 _fsync_directory(target.parent)  # before a move elsewhere can reach the disk first
+        self._committed = True
 
     def discard(self) -> None:
-        for folder in self.folders.values():
-            try:
-                os.rmdir(folder)  # empty once committed: one system call
-            except OSError:  # files left by a write that failed, or by an interrupted commit
-                shutil.rmtree(folder, ignore_errors=True)
-            _WRITING.discard(folder.name)
+        """Remove the temporary folders, or give them back to the writer's `Folders` once the batch is committed
+        (every file moved out)."""
+        folders, self.folders = self.folders, {}
+        for directory, folder in folders.items():
+            if self._committed and self._reuse:
+                self._known.free[directory].append(folder)
+            else:
+                _remove_folder(folder)
 
     def fsync_last_directory(self) -> None:
         _fsync_directory(self.targets[-1].parent)
@@ -286,6 +307,14 @@ def sweep_temporaries(directory: Path) -> list[Path]:
             candidate.unlink(missing_ok=True)  # a temporary file of an earlier rlrun
         removed.append(candidate)
     return removed
+
+
+def _remove_folder(folder: Path) -> None:
+    try:
+        os.rmdir(folder)  # empty once committed: one system call
+    except OSError:  # files left by a write that failed, or by an interrupted commit
+        shutil.rmtree(folder, ignore_errors=True)
+    _WRITING.discard(folder.name)
 
 
 def _running(pid: int) -> bool:

@@ -37,7 +37,7 @@ class RunRecord:
         self.dir = directory
         self.manifest = manifest
         self._commits = BackgroundCommits() if background else ForegroundCommits()
-        self._folders = Folders()  # the run's directories are swept once, the new-file mode probed once
+        self._folders = Folders()  # swept once, the new-file mode probed once, temporary folders reused
         self._listed: list[dict[str, Any]] = manifest.get("checkpoints", [])
         """The entries of the newest run.json handed to a commit (the next builds on it)."""
 
@@ -85,6 +85,7 @@ class RunRecord:
             self._commits.wait()
         finally:
             self._listed = self.manifest["checkpoints"]
+            self._folders.release()  # no batch is in flight: their temporary folders go
 
     def save_checkpoint(self, name: str, save: Callable[[str], Any], **fields: Any) -> Path:
         """Write checkpoint file `name` (a path inside the run) with `save(temporary_path)` and list it in
