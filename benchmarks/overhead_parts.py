@@ -7,7 +7,10 @@ its rows and times, in one process, in rotating order, round after round:
 - **without step statistics**: the same call with the episode-statistics wrapper reduced to a pass-through
   (no returns, no lengths, no iteration clock: no metrics rows, curves or stop checks);
 - **plain checkpoints**: the same call with each checkpoint written straight to its path by the library's
-  own save, and listed in memory only (no batch, no run.json rewrite, no commit thread).
+  own save, and listed in memory only (no batch, no run.json rewrite, no commit thread);
+- **no kept executables** (the `skrl_jax` row only): the same call reading every executable from JAX's
+  persistent cache on the disk, as the library alone does, instead of taking those an earlier call read from
+  memory (`rlrun.libraries.skrl_jax_cache`): what rlrun costs before what it saves.
 
 The two last are ablations for measuring, not ways to run: what they leave out is what rlrun is for.
 Printed per variant: the median seconds over `--rounds` and the ratio library alone / variant, the figure
@@ -55,7 +58,7 @@ def _plain_checkpoints(self: RunRecord, checkpoints: Any) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _replaced(owner: type, name: str, value: Callable[..., Any]) -> Iterator[None]:
+def _replaced(owner: Any, name: str, value: Callable[..., Any]) -> Iterator[None]:
     original = getattr(owner, name)
     setattr(owner, name, value)
     try:
@@ -74,13 +77,28 @@ def without(run: Callable[[Path, int], object], owner: type, name: str, value: C
     return ablated
 
 
+def _disk_only(run: Callable[[Path, int], object]) -> Callable[[Path, int], object]:
+    """`run` with no executable kept from an earlier call: each is read from the disk again."""
+    from rlrun.libraries import skrl_jax_cache
+
+    def disk_only(tmp: Path, iterations: int) -> object:
+        skrl_jax_cache.forget_kept_executables()
+        with _replaced(skrl_jax_cache, "_keep_executables", lambda folder: None):
+            return run(tmp, iterations)
+
+    return disk_only
+
+
 def variants(row: Any) -> dict[str, Callable[[Path, int], object]]:
-    return {
+    found = {
         "library alone": row.direct,
         "through rlrun": row.through_rlrun,
         "without step statistics": without(row.through_rlrun, EpisodeStatistics, "step", _bare_step),
         "plain checkpoints": without(row.through_rlrun, RunRecord, "save_checkpoints", _plain_checkpoints),
     }
+    if getattr(row, "FRAMEWORK", None) == "jax":
+        found["no kept executables"] = _disk_only(row.through_rlrun)
+    return found
 
 
 def main() -> None:

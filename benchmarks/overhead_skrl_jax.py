@@ -5,6 +5,11 @@ cache (`rlrun.libraries.skrl_jax_cache`); the library alone gets the same cache 
 would (`jax_compilation_cache_dir` and its two thresholds, put back afterwards), so that the row measures
 rlrun's own cost rather than the cache. Loading the executables is still a fixed cost of a second or so a side,
 the reason this row runs fewer iterations than the PyTorch one.
+
+What the library alone cannot have: through rlrun, a call takes the executables the previous call loaded from
+memory instead of reading them from the disk again (about 140 ms of a call here). The row's ratio includes
+that saving; `overhead_parts.py --library skrl_jax` also times rlrun without it ("no kept executables"), which
+is rlrun's cost before what it saves.
 """
 
 from __future__ import annotations

@@ -235,6 +235,16 @@ def _jax_compilation_cache() -> None:
         compilation_cache._cache, compilation_cache._cache_initialized = MemoryCache(), True
 
 
+def _jax_compiler_cache_read() -> None:
+    compiler = sys.modules["jax._src.compiler"]
+    read = compiler._cache_read
+
+    def logged(*args: Any) -> Any:  # a reader that counts or logs the cache's reads, as a profiler might
+        return read(*args)
+
+    compiler._cache_read = logged
+
+
 def _rl_games_registries() -> None:
     from rl_games.algos_torch import model_builder
     from rl_games.common import env_configurations, vecenv
@@ -326,6 +336,7 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "skrl.config.warp": _skrl_config_warp,
     "jax.config values": _jax_config_values,
     "jax compilation cache": _jax_compilation_cache,
+    "jax compiler cache read": _jax_compiler_cache_read,
     "rl_games registries": _rl_games_registries,
     "tensordict interaction type": _tensordict_interaction_type,
     "tensordict options": _tensordict_options,

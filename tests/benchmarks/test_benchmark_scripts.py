@@ -161,12 +161,36 @@ def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call
     assert runs.RunRecord.save_checkpoints is not parts._plain_checkpoints
 
 
+def test_the_no_kept_executables_ablation_is_the_jax_rows_and_reads_every_executable_from_the_disk(benchmark, tmp_path):
+    """`overhead_parts.py`'s JAX-only variant: no executable of an earlier call in memory, none kept by the call."""
+    from rlrun.libraries import skrl_jax_cache
+
+    parts = benchmark("overhead_parts")
+    seen = []
+
+    def run(tmp, iterations):
+        seen.append((skrl_jax_cache._keep_executables, dict(skrl_jax_cache._kept)))
+
+    assert "no kept executables" not in parts.variants(type("Row", (), {"direct": run, "through_rlrun": run}))
+    jax_row = type("Row", (), {"direct": run, "through_rlrun": run, "FRAMEWORK": "jax"})
+    keep = skrl_jax_cache._keep_executables
+    skrl_jax_cache._kept[("folder", "key", 0, (0,))] = ("executable", 1, None)  # as an earlier call left it
+    try:
+        parts.variants(jax_row)["no kept executables"](tmp_path, 1)
+    finally:
+        skrl_jax_cache.forget_kept_executables()
+    ((replaced, kept),) = seen
+    assert replaced is not keep and replaced("folder") is None and kept == {}
+    assert skrl_jax_cache._keep_executables is keep  # put back after the call
+
+
 @pytest.mark.slow
 def test_overhead_parts_times_every_variant_of_a_row():
     pytest.importorskip("rl_games")
     out = run_script("overhead_parts.py", "--library", "rl_games", "--rounds", "1", "--iterations", "1")
     for name in ("library alone", "through rlrun", "without step statistics", "plain checkpoints"):
         assert f"  {name}" in out and "library alone / this" in out
+    assert "no kept executables" not in out  # a JAX row's variant
 
 
 def test_overhead_split_fits_a_line_per_side_and_finds_where_the_ratio_reaches_the_goal(benchmark):

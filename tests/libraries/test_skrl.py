@@ -14,6 +14,7 @@ import pickle
 import re
 import sys
 import threading
+import types
 import weakref
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from rlrun.configs import library_config, load_agent_config
 from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UnsupportedTask
 from rlrun.hermetic import GUARDS, census, hermetic_call
-from rlrun.libraries import rsl_rl
+from rlrun.libraries import rsl_rl, skrl_jax_cache
 from rlrun.libraries import skrl as adapter
 from rlrun.libraries.skrl_checkpoints import checkpoint_framework
 from rlrun.libraries.skrl_env import jax_device
@@ -368,6 +369,95 @@ def test_jax_calls_compile_into_rlruns_cache_folder_and_a_second_call_loads_from
 
 
 @needs_jax
+def test_a_later_jax_call_in_the_process_takes_the_executables_it_needs_from_memory(
+    log_root, tmp_path, monkeypatch, jax_cache_events
+):
+    """Every call traces SKRL's functions anew; the executables the persistent cache gave an earlier call are kept
+    (`skrl_jax_cache._read_kept`), so a later call of the same programs reads none from the disk."""
+    from jax._src import compilation_cache
+
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "cache"))
+    train(log_root, ml_framework="jax", max_iterations=1)  # compiles and writes the folder
+    train(log_root, ml_framework="jax", max_iterations=1, seed=2)  # reads from the folder, and keeps
+    assert skrl_jax_cache._kept
+    reads = []
+    read = compilation_cache.get_executable_and_time
+    monkeypatch.setattr(
+        compilation_cache, "get_executable_and_time", lambda *args: reads.append(args[0]) or read(*args)
+    )
+    jax_cache_events.clear()
+    train(log_root, ml_framework="jax", max_iterations=1, seed=3)
+    assert jax_cache_events[HITS] > 0 and jax_cache_events[WRITES] == 0, dict(jax_cache_events)
+    assert reads == []
+
+
+@needs_jax
+def test_a_jax_call_with_another_cache_folder_compiles_into_it_whatever_is_kept(
+    log_root, tmp_path, monkeypatch, jax_cache_events
+):
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "first"))
+    train(log_root, ml_framework="jax", max_iterations=1)
+    train(log_root, ml_framework="jax", max_iterations=1)
+    assert skrl_jax_cache._kept
+    monkeypatch.setenv("RLRUN_CACHE_DIR", str(tmp_path / "second"))
+    jax_cache_events.clear()
+    train(log_root, ml_framework="jax", max_iterations=1)
+    assert jax_cache_events[WRITES] > 0
+    assert list((tmp_path / "second" / "jax").iterdir())
+
+
+@needs_jax
+def test_the_executables_kept_after_a_call_are_those_it_used():
+    """The reader keeps what the disk gave, serves it again, and the guard that takes it out at the call's end lets
+    go of what the call did not ask for (with a stand-in for JAX's reader and fake keys)."""
+    from jax._src import compiler
+
+    initialise_jax()
+    device = types.SimpleNamespace(id=0)
+    backend = object()
+    disk = []
+
+    def from_disk(module_name, cache_key, options, backend, devices):
+        disk.append(cache_key)
+        return (None, None) if cache_key == "absent" else (f"executable {cache_key}", 1)
+
+    def read(cache_key):
+        return compiler._cache_read("module", cache_key, None, backend, [device])
+
+    skrl_jax_cache.forget_kept_executables()
+    with hermetic_call() as call, call.guarded():
+        jax_reader = compiler._cache_read
+        compiler._cache_read = from_disk
+        try:
+            with hermetic_call() as inner, inner.guarded():
+                skrl_jax_cache._keep_executables("folder")
+                assert compiler._cache_read is skrl_jax_cache._read_kept
+                assert [read("a"), read("b"), read("a"), read("absent")] == [
+                    ("executable a", 1),
+                    ("executable b", 1),
+                    ("executable a", 1),
+                    (None, None),
+                ]
+                assert disk == ["a", "b", "absent"]  # a kept one is not read again; a missing one is not kept
+            assert compiler._cache_read is from_disk  # the caller's reader is back
+            assert {key[1] for key in skrl_jax_cache._kept} == {"a", "b"}
+
+            with hermetic_call() as inner, inner.guarded():  # a call that asks for "b" and "c" only
+                skrl_jax_cache._keep_executables("folder")
+                read("b"), read("c")
+            assert disk == ["a", "b", "absent", "c"]
+            assert {key[1] for key in skrl_jax_cache._kept} == {"b", "c"}  # "a" is let go
+
+            with hermetic_call() as inner, inner.guarded():  # another folder: read from its disk
+                skrl_jax_cache._keep_executables("elsewhere")
+                read("b")
+            assert disk[-1] == "b"
+        finally:
+            compiler._cache_read = jax_reader
+            skrl_jax_cache.forget_kept_executables()
+
+
+@needs_jax
 def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_compiled(log_root, monkeypatch):
     """JAX's caches held every call's models through SKRL's static arguments (22-35 MB a call); the call
     clears those functions. SKRL's array-only functions (`adapter.ARRAY_ONLY`) hold no call object and keep
@@ -491,6 +581,7 @@ MUTATIONS = {
     "skrl.config.warp": _skrl_config_warp,
     "jax.config values": _jax_config_values,
     "jax compilation cache": SUPPORT_MUTATIONS["jax compilation cache"],
+    "jax compiler cache read": SUPPORT_MUTATIONS["jax compiler cache read"],
 }
 
 

@@ -20,8 +20,9 @@ guards), and writes the PRNG keys of `skrl.config.torch/jax/warp`; the JAX path 
 so no property imports jax), and so are JAX's config values. SKRL never closes its TensorBoard
 writer, and tqdm (its progress bar) starts a monitor thread: both are closed in `finally`. A JAX call
 compiles through JAX's persistent compilation cache in rlrun's cache folder, so that calls after the first
-on a machine load SKRL's executables instead of compiling them (`rlrun.libraries.skrl_jax_cache`, which
-also guards the cache's globals).
+on a machine load SKRL's executables instead of compiling them, and later calls in the same process take the
+executables the latest one loaded from memory (`rlrun.libraries.skrl_jax_cache`, which also guards the cache's
+globals).
 
 Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read before SKRL's loader sees them) are
 `rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s.

@@ -19,6 +19,20 @@ and so does a fresh process after the first one on the machine.
   JAX config value restores them) and four globals of `jax._src.compilation_cache` (`_cache`, the open
   cache, and the flags that say whether it was initialised and checked), guarded here: a caller with a
   cache of their own gets it back, with its object and flags, and one without finds none.
+
+**In memory, between calls of one process.** Loading an executable from the disk is a read and a
+deserialization, about 10 ms each and 140 ms a PPO call (14 reads) on two shared cores, paid by every
+call because every call traces anew. Within a call the cache's reads go through `_read_kept`, which keeps each
+executable it loaded by its cache key (JAX's key of the HLO, compile options, device and version), the
+backend and the devices. A later call that asks for the same key gets the same executable, without a read.
+- **How much stays:** the executables the latest SKRL-on-JAX call used, and no more: when the call ends (the
+  guard of `compiler._cache_read` puts the caller's function back), those it did not use are let go. An XLA
+  executable holds no Python object of the call (no model, no optimizer state), so the agent is still freed.
+  A PPO agent's 12 executables on the CPU are 0.2 MB on the disk; `forget_kept_executables()` lets them all go.
+- **Why it is safe:** the key is the persistent cache's own, so an executable is reused exactly where JAX
+  would have loaded the same bytes from the disk. An XLA executable keeps no state from one run to the next
+  (each run gets its own buffers), so the jitted functions of two calls can run the same one.
+- **When:** only where the persistent cache is used (above), and only for what it read.
 """
 
 from __future__ import annotations
@@ -27,7 +41,7 @@ import sys
 from typing import Any
 
 from rlrun.hermetic import register
-from rlrun.hermetic.registry import Guard, module_loaded
+from rlrun.hermetic.registry import MISSING, Guard, module_loaded
 
 MODULE = "jax._src.compilation_cache"
 GLOBALS = ("_cache", "_cache_initialized", "_cache_checked", "_cache_used")
@@ -66,6 +80,90 @@ register(
 )
 
 
+COMPILER = "jax._src.compiler"
+READER = "_cache_read"
+"""The function of `jax._src.compiler` that reads an executable from the persistent cache (JAX 0.10: `(module_name,
+cache_key, compile_options, backend, executable_devices) -> (executable or None, compile time)`)."""
+
+_kept: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
+"""Executables the persistent cache gave, by (cache folder, cache key, id of the backend, device ids): (executable,
+compile time, backend; the backend is held so that its id names it)."""
+_used: set[tuple[Any, ...]] = set()
+"""The keys of `_kept` asked for in the current call."""
+_inner: Any = None
+"""The reader `_read_kept` stands in front of: what `compiler._cache_read` was when the call put it in."""
+_folder = ""
+"""The call's cache folder: an executable is kept for the folder it was read from (a call that points the cache
+elsewhere reads, or compiles and writes, there)."""
+
+
+def _read_kept(module_name: str, cache_key: str, compile_options: Any, backend: Any, executable_devices: Any) -> Any:
+    """`compiler._cache_read` with the executables of earlier reads kept (see the module docstring)."""
+    key = (_folder, cache_key, id(backend), tuple(device.id for device in executable_devices))
+    found = _kept.get(key)
+    if found is None:
+        executable, compile_time = _inner(module_name, cache_key, compile_options, backend, executable_devices)
+        if executable is None:  # not on the disk: JAX compiles it and writes it there
+            return executable, compile_time
+        found = _kept[key] = (executable, compile_time, backend)
+    _used.add(key)
+    return found[0], found[1]
+
+
+def _reader() -> Any:
+    return getattr(sys.modules[COMPILER], READER, MISSING)
+
+
+def _put_reader(reader: Any) -> None:
+    """Put `reader` back as `compiler._cache_read`; where that takes `_read_kept` out, let go of the executables
+    the call did not use."""
+    compiler = sys.modules[COMPILER]
+    current = getattr(compiler, READER, MISSING)
+    if current is reader:
+        return
+    if reader is MISSING:
+        delattr(compiler, READER)
+    else:
+        setattr(compiler, READER, reader)
+    if current is _read_kept:
+        for key in [key for key in _kept if key not in _used]:
+            del _kept[key]
+        _used.clear()
+
+
+register(
+    Guard(
+        "jax compiler cache read",
+        "`jax._src.compiler._cache_read`, which a SKRL-on-JAX call replaces with rlrun's reader of kept "
+        "executables; the same function is put back, and the kept executables the call did not use are let go.",
+        _reader,
+        _put_reader,
+        category="skrl",
+        available=module_loaded(COMPILER),
+        owner="skrl",
+    )
+)
+
+
+def forget_kept_executables() -> None:
+    """Let go of every executable kept between calls (each is read from the disk again when next needed)."""
+    _kept.clear()
+    _used.clear()
+
+
+def _keep_executables(folder: str) -> None:
+    """Route the call's persistent-cache reads from `folder` through `_read_kept` (the guard above puts the reader
+    back)."""
+    global _inner, _folder
+    compiler = sys.modules.get(COMPILER)
+    reader = getattr(compiler, READER, None)
+    if not callable(reader) or reader is _read_kept:
+        return  # a JAX without this reader reads from the disk alone; or it is in already
+    _inner, _folder = reader, folder
+    _used.clear()
+    setattr(compiler, READER, _read_kept)
+
+
 def cache_folder() -> Any:
     """`<rlrun's cache root>/jax` (a `Path`)."""
     from rlrun.envs.kernels import cache_root  # kernels imports torch: load it inside the call only
@@ -89,3 +187,4 @@ def use_persistent_cache() -> None:
     # Forget the caller's open cache (or none), so that the next compile opens rlrun's folder; what
     # `compilation_cache.reset_cache()` does, without its log line.
     _write((None, False, False, False))
+    _keep_executables(folder)
