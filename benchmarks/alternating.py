@@ -4,13 +4,16 @@ A drifting load (another process starting, a core's clock dropping) hits whichev
 moment, so the two sides of a comparison alternate in AB/BA order: pair 0 runs A then B, pair 1 B then
 A, and so on. Each pair gives one ratio, and the scripts report the median of the ratios with their
 spread (min-max) and the load average before and after, never a best-of-N that hides how much the
-figures moved. `alternate` runs the pairs and prints them; used by `adapter_overhead.py` and
-`repeated_calls.py`.
+figures moved. From 5 pairs on they also print a 90% confidence interval for the median (`Summary.interval`,
+from the ratios' order statistics, assuming nothing of their distribution): where it straddles the goal, the
+verdict is the median's, but the run has not resolved it; more pairs narrow it. `alternate` runs the pairs
+and prints them; used by `adapter_overhead.py` and `repeated_calls.py`.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import os
 import statistics
 import time
@@ -96,11 +99,31 @@ class Summary:
     def met(self) -> bool:
         return self.median >= self.goal
 
+    def interval(self, confidence: float = 0.9) -> tuple[float, float] | None:
+        """A confidence interval for the median of the ratios' distribution: the k-th smallest and k-th largest
+        ratio, k the largest whose binomial tail, P(Binomial(n, 1/2) < k) on each side, stays within (1 -
+        confidence) / 2. Distribution-free; its coverage is at least `confidence`. None below 5 pairs, where
+        even the smallest and largest ratio cover less than 90%."""
+        n = len(self.ratios)
+        tail, k = 0.0, 0
+        while k < n // 2:
+            tail += math.comb(n, k) / 2**n
+            if tail > (1 - confidence) / 2:
+                break
+            k += 1
+        if k == 0:
+            return None
+        ordered = sorted(self.ratios)
+        return ordered[k - 1], ordered[n - k]
+
     def line(self, unit: str = "", digits: int = 3) -> str:
-        """`median 1.003, spread 0.982-1.031 over 5 pairs, load 1.02 -> 1.10; goal >= 0.98: met`."""
+        """`median 1.003 (90% interval 0.990-1.020), spread 0.982-1.031 over 9 pairs, load 1.02 -> 1.10; goal >= 0.98:
+        met`."""
         low, high = min(self.ratios), max(self.ratios)
+        interval = self.interval()
+        within = f" (90% interval {interval[0]:.{digits}f}-{interval[1]:.{digits}f}{unit})" if interval else ""
         return (
-            f"median {self.median:.{digits}f}{unit}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
+            f"median {self.median:.{digits}f}{unit}{within}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
             f"{len(self.ratios)} pair{'s' * (len(self.ratios) != 1)}, load {self.load_before:.2f} -> "
             f"{self.load_after:.2f}; goal >= {self.goal}{unit}: {'met' if self.met else 'NOT met'}"
         )
@@ -111,15 +134,17 @@ def print_table(
 ) -> None:
     """One line per row (its median, spread, load and verdict, or why it was not measured), then whether the
     goal is met for every row of `rows`: a row not measured is not met."""
-    print(f"\n{'row':<10} {'median':>8} {'spread':>14} {'load':>11}  goal >= {goal}{unit}")
+    print(f"\n{'row':<10} {'median':>8} {'90% interval':>14} {'spread':>14} {'load':>11}  goal >= {goal}{unit}")
     for name, result in results.items():
         if isinstance(result, str):
             print(f"{name:<10} {result}")
             continue
         median = f"{result.median:.{digits}f}{unit}"
+        interval = result.interval()
+        within = f"{interval[0]:.{digits}f}-{interval[1]:.{digits}f}{unit}" if interval else "-"
         spread = f"{min(result.ratios):.{digits}f}-{max(result.ratios):.{digits}f}{unit}"
         loads = f"{result.load_before:.2f}-{result.load_after:.2f}"
-        print(f"{name:<10} {median:>8} {spread:>14} {loads:>11}  {'met' if result.met else 'NOT met'}")
+        print(f"{name:<10} {median:>8} {within:>14} {spread:>14} {loads:>11}  {'met' if result.met else 'NOT met'}")
     measured = [result for name in rows if isinstance(result := results.get(name), Summary)]
     every = len(measured) == len(rows) and all(result.met for result in measured)
     unmeasured = "" if len(measured) == len(rows) else f" ({len(measured)} of {len(rows)} rows measured)"

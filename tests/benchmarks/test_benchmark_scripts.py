@@ -65,6 +65,26 @@ def test_summary_judges_the_median_against_the_goal_and_prints_the_spread(benchm
     assert Summary((6.0, 4.0, 4.5), goal=5.0, load_before=0, load_after=0).line("x", 2).endswith("NOT met")
 
 
+def test_the_medians_interval_is_the_order_statistics_whose_binomial_tails_fit_the_confidence(benchmark):
+    """The k-th ratio from each end covers the median with 1 - 2 P(Bin(n, 1/2) <= k - 1). n = 5: P(0) = 1/32 <= 5%,
+    P(<= 1) = 6/32 > 5%: the smallest and the largest. n = 9: P(<= 1) = 10/512 <= 5%, P(<= 2) = 46/512 > 5%: the
+    second from each end. Fewer than 5: none."""
+    Summary = benchmark("alternating").Summary
+
+    def summary(*ratios):
+        return Summary(ratios, goal=0.98, load_before=0, load_after=0)
+
+    assert summary(1.0, 0.9, 1.1, 0.95).interval() is None
+    assert "interval" not in summary(1.0, 0.9, 1.1, 0.95).line()
+    assert summary(1.0, 0.9, 1.1, 0.95, 1.05).interval() == (0.9, 1.1)
+    nine = summary(0.91, 0.99, 1.03, 0.97, 0.93, 1.01, 1.07, 0.95, 1.05)
+    assert nine.interval() == (0.93, 1.05)
+    assert "median 0.990 (90% interval 0.930-1.050), spread 0.910-1.070 over 9 pairs" in nine.line()
+    many = summary(*[1 + index / 1000 for index in range(31)])
+    low, high = many.interval()
+    assert (low, high) == (1.01, 1.02)  # the 11th from each end: P(Bin(31, 1/2) <= 10) = 3.5%, P(<= 11) = 7.5%
+
+
 def test_a_row_not_measured_fails_the_every_row_verdict(benchmark, capsys):
     alternating = benchmark("alternating")
     met = alternating.Summary((1.1,), goal=0.98, load_before=0, load_after=0)
