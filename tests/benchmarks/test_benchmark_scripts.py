@@ -328,3 +328,22 @@ def runs_manifest(run_dir: Path) -> dict:
     from rlrun import runs
 
     return runs.read_manifest(run_dir)
+
+
+def test_commit_interference_times_every_variant_and_both_committers_commit(benchmark, tmp_path, capsys):
+    """`commit_interference.py`: each variant beside the loop is timed, the thread and the child process both make
+    commits (each a moved file in the folder), and the caller's torch threads come back."""
+    import torch
+
+    interference = benchmark("commit_interference")
+    threads = torch.get_num_threads()
+    assert interference.main(["--rounds", "1", "--steps", "50", "--period_ms", "1", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for variant in interference.VARIANTS:
+        assert f"  {variant} " in out
+    rates = [float(line.split(",")[-1].split()[0]) for line in out.splitlines() if line.endswith("commits/s")]
+    assert len(rates) == 2 and all(rate > 0 for rate in rates)
+    assert torch.get_num_threads() == threads and list(tmp_path.iterdir()) == []
+    folder = tmp_path / "commits"
+    assert interference.commits(str(folder), 0.0, iter([True, True, False]).__next__) == 2
+    assert sorted(path.name for path in folder.iterdir()) == [".tmp", "agent_0.pt", "agent_1.pt"]
