@@ -457,6 +457,18 @@ def temporaries(directory: Path | None) -> list[Path]:
     return list(directory.glob(f".*{runs.TEMPORARY_SUFFIX}")) if directory else []
 
 
+def writing(directory: Path | None) -> bool:
+    """Whether a write is in flight: a temporary folder holds a file. A run keeps its committed batches' folders,
+    empty, for its next batches (`atomic.Folders`), so an empty one is no write."""
+    for folder in temporaries(directory):
+        try:
+            if any(folder.iterdir()):
+                return True
+        except FileNotFoundError:  # removed meanwhile (the run settled)
+            continue
+    return False
+
+
 def listed_checkpoints(directory: Path | None) -> list[str]:
     manifest = runs.read_manifest(directory) if directory else None
     return [entry["file"] for entry in manifest["checkpoints"]] if manifest else []
@@ -464,9 +476,9 @@ def listed_checkpoints(directory: Path | None) -> list[str]:
 
 KILL_POINTS = {
     # name: when to kill
-    "while writing the first checkpoint": lambda d: bool(temporaries(d)) and not listed_checkpoints(d),
-    "while writing the third checkpoint": lambda d: len(listed_checkpoints(d)) >= 2 and bool(temporaries(d)),
-    "between two writes": lambda d: len(listed_checkpoints(d)) >= 3 and not temporaries(d),
+    "while writing the first checkpoint": lambda d: writing(d) and not listed_checkpoints(d),
+    "while writing the third checkpoint": lambda d: len(listed_checkpoints(d)) >= 2 and writing(d),
+    "between two writes": lambda d: len(listed_checkpoints(d)) >= 3 and not writing(d),
 }
 
 
