@@ -116,6 +116,17 @@ class Summary:
         ordered = sorted(self.ratios)
         return ordered[k - 1], ordered[n - k]
 
+    def shown(self, digits: int = 3) -> str:
+        """The median with `digits` decimals, or with as many more (up to 6) as it takes for the printed figure to
+        side with the verdict: a median of 0.97996 against 0.98 prints 0.97996, not a 0.980 marked NOT met (and one
+        closer still is cut at 6 decimals toward its side: 0.979999)."""
+        for places in range(digits, 7):
+            text = f"{self.median:.{places}f}"
+            if (float(text) >= self.goal) == self.met:
+                return text
+        toward = math.ceil if self.met else math.floor
+        return f"{toward(self.median * 10**6) / 10**6:.6f}"
+
     def line(self, unit: str = "", digits: int = 3) -> str:
         """`median 1.003 (90% interval 0.990-1.020), spread 0.982-1.031 over 9 pairs, load 1.02 -> 1.10; goal >= 0.98:
         met`."""
@@ -123,7 +134,7 @@ class Summary:
         interval = self.interval()
         within = f" (90% interval {interval[0]:.{digits}f}-{interval[1]:.{digits}f}{unit})" if interval else ""
         return (
-            f"median {self.median:.{digits}f}{unit}{within}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
+            f"median {self.shown(digits)}{unit}{within}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
             f"{len(self.ratios)} pair{'s' * (len(self.ratios) != 1)}, load {self.load_before:.2f} -> "
             f"{self.load_after:.2f}; goal >= {self.goal}{unit}: {'met' if self.met else 'NOT met'}"
         )
@@ -139,7 +150,7 @@ def print_table(
         if isinstance(result, str):
             print(f"{name:<10} {result}")
             continue
-        median = f"{result.median:.{digits}f}{unit}"
+        median = f"{result.shown(digits)}{unit}"
         interval = result.interval()
         within = f"{interval[0]:.{digits}f}-{interval[1]:.{digits}f}{unit}" if interval else "-"
         spread = f"{min(result.ratios):.{digits}f}-{max(result.ratios):.{digits}f}{unit}"

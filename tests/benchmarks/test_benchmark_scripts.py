@@ -65,6 +65,22 @@ def test_summary_judges_the_median_against_the_goal_and_prints_the_spread(benchm
     assert Summary((6.0, 4.0, 4.5), goal=5.0, load_before=0, load_after=0).line("x", 2).endswith("NOT met")
 
 
+def test_a_median_just_under_the_goal_prints_the_digits_that_show_it_under(benchmark, capsys):
+    """Rounded to 3 decimals, 0.97996 would print as 0.980 beside NOT met (SKRL's row, 30 pairs, 2026-12-03)."""
+    alternating = benchmark("alternating")
+
+    def summary(median):
+        return alternating.Summary((median - 0.01, median, median + 0.01), goal=0.98, load_before=0, load_after=0)
+
+    assert summary(0.97996).shown() == "0.97996" and "median 0.97996," in summary(0.97996).line()
+    assert summary(0.9799996).shown() == "0.979999"  # 6 decimals at most
+    assert summary(0.98004).shown() == "0.980" and summary(0.97949).shown() == "0.979"  # already on its side
+    assert summary(1.0).shown(2) == "1.00"
+    alternating.print_table({"a": summary(0.97996)}, ("a",), 0.98)
+    row = capsys.readouterr().out.splitlines()[2]
+    assert row.split()[:2] == ["a", "0.97996"] and row.endswith("NOT met")
+
+
 def test_the_medians_interval_is_the_order_statistics_whose_binomial_tails_fit_the_confidence(benchmark):
     """The k-th ratio from each end covers the median with 1 - 2 P(Bin(n, 1/2) <= k - 1). n = 5: P(0) = 1/32 <= 5%,
     P(<= 1) = 6/32 > 5%: the smallest and the largest. n = 9: P(<= 1) = 10/512 <= 5%, P(<= 2) = 46/512 > 5%: the
