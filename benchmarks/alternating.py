@@ -77,6 +77,25 @@ def alternate(
     return summary
 
 
+def sided(value: float, goal: float, *, digits: int = 3, higher_is_better: bool = True, thousands: bool = False) -> str:
+    """`value` with `digits` decimals, or with as many more (up to 6) as it takes for the printed figure to side
+    with its verdict against `goal`: 0.97996 against a goal of >= 0.98 prints 0.97996, not a 0.980 marked NOT met,
+    and 0.30004 ms against <= 0.3 prints 0.30004. One closer still is cut at 6 decimals toward its side
+    (0.979999). `thousands`: with `,` between thousands (1,000,000,000)."""
+
+    def meets(figure: float) -> bool:
+        return figure >= goal if higher_is_better else figure <= goal
+
+    grouping = "," if thousands else ""
+    met = meets(value)
+    for places in range(digits, 7):
+        text = f"{value:{grouping}.{places}f}"
+        if meets(float(text.replace(",", ""))) == met:
+            return text
+    toward = math.ceil if met == higher_is_better else math.floor
+    return f"{toward(value * 10**6) / 10**6:{grouping}.6f}"
+
+
 def load() -> float:
     """The 1-minute load average (what else the machine was running)."""
     return os.getloadavg()[0]
@@ -117,15 +136,9 @@ class Summary:
         return ordered[k - 1], ordered[n - k]
 
     def shown(self, digits: int = 3) -> str:
-        """The median with `digits` decimals, or with as many more (up to 6) as it takes for the printed figure to
-        side with the verdict: a median of 0.97996 against 0.98 prints 0.97996, not a 0.980 marked NOT met (and one
-        closer still is cut at 6 decimals toward its side: 0.979999)."""
-        for places in range(digits, 7):
-            text = f"{self.median:.{places}f}"
-            if (float(text) >= self.goal) == self.met:
-                return text
-        toward = math.ceil if self.met else math.floor
-        return f"{toward(self.median * 10**6) / 10**6:.6f}"
+        """The median as `sided` prints it against the goal: 0.97996 against 0.98 prints 0.97996, not a 0.980
+        marked NOT met."""
+        return sided(self.median, self.goal, digits=digits)
 
     def line(self, unit: str = "", digits: int = 3) -> str:
         """`median 1.003 (90% interval 0.990-1.020), spread 0.982-1.031 over 9 pairs, load 1.02 -> 1.10; goal >= 0.98:

@@ -31,6 +31,7 @@ import gymnasium
 import numpy as np
 import torch
 
+from alternating import sided
 from rlrun.envs import make_env
 
 GOALS = {4096: 1.0, 65536: 2.0}
@@ -187,14 +188,15 @@ def main() -> None:
                 for num_envs in args.num_envs:
                     row = measure(task, num_envs, args.pairs, args.env_steps, args.kernel)
                     goal = GOALS.get(num_envs)
-                    verdict = ""
+                    verdict, ratio = "", f"{row['ratio']:.2f}"
                     if goal is not None:
                         verdict = f"  goal >= {goal:.1f}x: {'met' if row['ratio'] >= goal else 'NOT met'}"
+                        ratio = sided(row["ratio"], goal, digits=2)  # 1.996 prints 1.996x, not 2.00x NOT met
                     label = f"{count} ({threads})" if threads == "default" else str(count)
                     print(
                         f"{task:<30}{label:>8}{num_envs:>8}{row['step']:>9}"
                         f"{row['native'] / 1e6:>12.2f}{row['numpy'] / 1e6:>11.2f}"
-                        f"{row['ratio']:>7.2f}x   {row['low']:.2f}-{row['high']:.2f}{verdict}",
+                        f"{ratio:>7}x   {row['low']:.2f}-{row['high']:.2f}{verdict}",
                         flush=True,
                     )
     finally:

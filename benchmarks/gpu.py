@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 import rlrun
+from alternating import sided
 from rlrun.envs import NATIVE_TASKS, make_env
 
 ISAAC_LAB_CARTPOLE = 510_000
@@ -140,7 +141,7 @@ def part_env_only(device: str, exponents: list[int], steps: int, lines: list[str
                 best = max(eager, graphed if isinstance(graphed, float) else 0.0)
                 verdict = "met" if best >= GOAL_STEPS_PER_S else "NOT met"
                 goal = f"goal: >= {GOAL_STEPS_PER_S:.0e} {task} steps/s at 2^{exponent} envs"
-                lines.append(f"{goal}: {best:,.0f}, {verdict}")
+                lines.append(f"{goal}: {sided(best, GOAL_STEPS_PER_S, digits=0, thousands=True)}, {verdict}")
 
 
 def part_training(device: str, num_envs: int, iterations: int, lines: list[str]) -> None:

@@ -22,6 +22,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from alternating import sided
 from rlrun.hermetic import GUARDS, hermetic_call
 from rlrun.libraries import LIBRARIES
 
@@ -88,7 +89,8 @@ def main() -> None:
     print(f"    the same, CPU time of this process            {describe(cpu)}")
     print(f"  with the leak detector on                          {describe(census)}")
     median = statistics.median(scope)
-    print(f"scope cost per call: {median:.3f} ms; goal <= {GOAL_MS} ms: {'met' if median <= GOAL_MS else 'missed'}")
+    shown = sided(median, GOAL_MS, higher_is_better=False)  # 0.3004 prints 0.3004, not 0.300 beside "missed"
+    print(f"scope cost per call: {shown} ms; goal <= {GOAL_MS} ms: {'met' if median <= GOAL_MS else 'missed'}")
     if args.profile:
         profiler = cProfile.Profile()
         profiler.runcall(lambda: [empty_call(False) for _ in range(1000)])

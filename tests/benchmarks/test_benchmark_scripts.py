@@ -9,6 +9,7 @@ on both frameworks), and (slow) each script runs to its summary at tiny sizes.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import subprocess
@@ -16,11 +17,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlrun.libraries import LIBRARIES
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPT_ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games", "torchrl")
+
+
+def _module(name):
+    """A module of `benchmarks/` loaded from its file (for tests that cannot take a fixture, such as hypothesis's)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
 
 
 @pytest.fixture
@@ -79,6 +92,38 @@ def test_a_median_just_under_the_goal_prints_the_digits_that_show_it_under(bench
     alternating.print_table({"a": summary(0.97996)}, ("a",), 0.98)
     row = capsys.readouterr().out.splitlines()[2]
     assert row.split()[:2] == ["a", "0.97996"] and row.endswith("NOT met")
+
+
+@given(
+    value=st.floats(min_value=1e-3, max_value=1e10, allow_nan=False),
+    goal=st.floats(min_value=1e-3, max_value=1e10, allow_nan=False),
+    digits=st.integers(0, 3),
+    higher_is_better=st.booleans(),
+    thousands=st.booleans(),
+)
+def test_a_printed_figure_always_sides_with_its_verdict(value, goal, digits, higher_is_better, thousands):
+    """Whatever the figure, the goal and the direction, the printed text reads on the verdict's side of the goal
+    (the scripts print the verdict from the unrounded figure): never 2.00x beside NOT met for 1.996x against
+    2.0, nor 0.300 ms beside "missed" for 0.3004 against <= 0.3."""
+    sided = _module("alternating").sided
+
+    def meets(figure):
+        return figure >= goal if higher_is_better else figure <= goal
+
+    text = sided(value, goal, digits=digits, higher_is_better=higher_is_better, thousands=thousands)
+    assert meets(float(text.replace(",", ""))) == meets(value), text
+    assert ("," in text) == (thousands and value >= 1000), text
+
+
+def test_the_other_scripts_goals_print_on_their_verdicts_side(benchmark):
+    """The figures of `env_vs_numpy.py` (>= 2.0x), `hermetic_overhead.py` (<= 0.3 ms, lower is better) and `gpu.py`
+    (1e9 steps/s, with thousands), as they print them through `sided`."""
+    sided = benchmark("alternating").sided
+    assert sided(1.996, 2.0, digits=2) == "1.996" and sided(2.004, 2.0, digits=2) == "2.00"
+    assert sided(0.3004, 0.3, higher_is_better=False) == "0.3004"
+    assert sided(0.2996, 0.3, higher_is_better=False) == "0.300"  # 0.300 <= 0.3: already on its side
+    assert sided(999_999_999.7, 1e9, digits=0, thousands=True) == "999,999,999.7"
+    assert sided(1_500_000_000.2, 1e9, digits=0, thousands=True) == "1,500,000,000"
 
 
 def test_the_medians_interval_is_the_order_statistics_whose_binomial_tails_fit_the_confidence(benchmark):
