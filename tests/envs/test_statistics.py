@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rlrun.envs import EpisodeStatistics, make_env
 from rlrun.envs.batched import BatchedVectorEnv
+from rlrun.envs.statistics import _Log
 
 
 class ScriptedEnv(VectorEnv):
@@ -175,3 +179,33 @@ def test_mean_return_rejects_an_empty_window():
     env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 1))
     with pytest.raises(ValueError, match="at least 1"):
         env.mean_return(last=0)
+
+
+@given(
+    script=st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 40)),
+            st.tuples(st.just("tail"), st.integers(1, 120)),
+            st.tuples(st.just("all"), st.just(0)),
+        ),
+        max_size=200,
+    ),
+    join=st.integers(1, 8),
+)
+def test_the_episode_log_reads_what_a_plain_list_would_however_its_pieces_are_joined(script, join):
+    """`_Log` keeps each step's values as a piece and joins every `JOIN` pieces into a chunk: any mix of appends
+    and reads gives what a list of every value gives (`JOIN` shrunk so that reads span pieces and chunks)."""
+    log = _Log()
+    log.JOIN = join
+    everything: list[float] = []
+    for action, size in script:
+        if action == "append":
+            values = np.arange(len(everything), len(everything) + size, dtype=np.float64)
+            log.append(values[::-1].copy())
+            everything.extend(values[::-1].tolist())
+        elif action == "tail":
+            assert log.tail(size) == everything[-size:]
+        else:
+            assert log.tolist() == everything
+        assert len(log) == len(everything)
+    assert log.tolist() == everything
