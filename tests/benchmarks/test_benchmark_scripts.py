@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,6 +206,38 @@ def test_repeated_calls_runs_a_library_to_its_verdict(name):
     out = run_script("repeated_calls.py", "--calls", "1", "--rounds", "1", "--iterations", "1", "--libraries", name)
     assert "round 1 (processes first): processes" in out and "over 1 pair," in out
     assert out.splitlines()[-1].endswith("NOT met (1 of 6 rows measured)")
+
+
+GOAL_SCRIPTS = {
+    "env_vs_numpy": (
+        ["--num_envs", "4096", "--pairs", "1", "--env_steps", "30", "--tasks", "rlrun/CartPole-v1"],
+        r"rlrun/CartPole-v1 .* (\d+\.\d+)x .* goal >= 1\.0x: (met|NOT met)$",
+        lambda figure: figure >= 1.0,
+    ),
+    "hermetic_overhead": (
+        ["--calls", "50"],
+        r"^scope cost per call: (\d+\.\d+) ms; goal <= 0\.3 ms: (met|missed)$",
+        lambda figure: figure <= 0.3,
+    ),
+    "statistics_overhead": (
+        ["--num_envs", "64", "--block", "5", "--blocks", "4"],
+        r"^wrapper +own time +(\d+\.\d+) us per step .* goal <= 10 us: (met|not met)$",
+        lambda figure: figure <= 10.0,
+    ),
+}
+"""Scripts that print a goal's verdict beside their figure: arguments for a tiny run, the goal line, the goal."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", GOAL_SCRIPTS)
+def test_the_goal_scripts_run_to_a_verdict_their_printed_figure_agrees_with(name):
+    """At tiny sizes each script prints its goal line, and the figure printed there sides with the verdict."""
+    arguments, pattern, meets = GOAL_SCRIPTS[name]
+    out = run_script(f"{name}.py", *arguments)
+    found = [match for line in out.splitlines() if (match := re.search(pattern, line.strip()))]
+    assert found, out[-2000:]
+    for match in found:
+        assert meets(float(match.group(1))) == (match.group(2) == "met"), match.group(0)
 
 
 def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call(benchmark, tmp_path):
