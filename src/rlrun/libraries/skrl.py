@@ -98,6 +98,8 @@ def _jax_config_values() -> dict[str, Any]:
 def _restore_jax_config(saved: dict[str, Any]) -> None:
     config = sys.modules["jax"].config
     current = config.values  # rebuilt from every option on each read (133 in JAX 0.10): read it once
+    if current == saved:  # compared in C: the usual case, nothing changed
+        return
     for name, value in saved.items():
         if current.get(name) != value:
             config.update(name, value)
