@@ -32,6 +32,7 @@ the env as TorchRL sees it is `rlrun.libraries.torchrl_env`'s.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -87,30 +88,34 @@ TORCHRL_OPTIONS: tuple[Setting, ...] = (
 )
 
 
-def _owner(module: str, path: str) -> tuple[Any, str]:
-    """The object holding the setting and the attribute's name."""
-    import sys
-
+def _split(path: str) -> tuple[tuple[str, ...], str]:
+    """`a.b.c` -> (("a", "b"), "c"): the attributes leading to the setting's owner, and its own name."""
     *parents, name = path.split(".")
-    target = sys.modules[module]
-    for parent in parents:
-        target = getattr(target, parent)
-    return target, name
+    return tuple(parents), name
 
 
 def _settings_guard(name: str, doc: str, settings: tuple[Setting, ...]) -> Guard:
     """Guard module-level settings: each value is put back (the same object); a dict also gets its entries back."""
+    # (setting, module, the attributes leading to the owner, the attribute): split once, not at every call.
+    paths = [(setting, setting[0], *_split(setting[1])) for setting in settings]
+
+    def owner(module: str, parents: tuple[str, ...]) -> Any:
+        target = sys.modules[module]
+        for parent in parents:
+            target = getattr(target, parent)
+        return target
 
     def capture() -> dict[Setting, tuple[Any, Any]]:
         saved = {}
-        for setting in settings:
-            value = getattr(*_owner(*setting), MISSING)
+        for setting, module, parents, attribute in paths:
+            value = getattr(owner(module, parents), attribute, MISSING)
             saved[setting] = value, dict(value) if isinstance(value, dict) else None
         return saved
 
     def restore(saved: dict[Setting, tuple[Any, Any]]) -> None:
-        for setting, (value, contents) in saved.items():
-            target, attribute = _owner(*setting)
+        for setting, module, parents, attribute in paths:
+            value, contents = saved[setting]
+            target = owner(module, parents)
             if getattr(target, attribute, MISSING) is not value:
                 if value is MISSING:
                     delattr(target, attribute)
