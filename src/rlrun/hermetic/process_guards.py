@@ -133,9 +133,7 @@ register(
 
 
 def _shared_memory_heap() -> Any:
-    import multiprocessing.heap
-
-    return multiprocessing.heap.BufferWrapper._heap
+    return sys.modules["multiprocessing.heap"].BufferWrapper._heap  # the guard is available once it is imported
 
 
 def _capture_shared_memory() -> tuple[Any, list[Any], int]:
@@ -150,6 +148,8 @@ def _restore_shared_memory(saved: tuple[Any, list[Any], int]) -> None:
     leak detector (the open files are reported)."""
     heap, arenas, size = saved
     if _shared_memory_heap() is not heap:  # a forked child made its own heap
+        return
+    if heap._size == size and heap._arenas == arenas:  # no arena made: the usual call, nothing to take or drop
         return
     known = {id(arena) for arena in arenas}
     with heap._lock:
