@@ -9,7 +9,6 @@ on both frameworks), and (slow) each script runs to its summary at tiny sizes.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
 import os
 import re
@@ -18,23 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlrun.libraries import LIBRARIES
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPT_ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games", "torchrl")
-
-
-def _module(name):
-    """A module of `benchmarks/` loaded from its file (for tests that cannot take a fixture, such as hypothesis's)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return sys.modules[name]
 
 
 @pytest.fixture
@@ -95,6 +84,7 @@ def test_a_median_just_under_the_goal_prints_the_digits_that_show_it_under(bench
     assert row.split()[:2] == ["a", "0.97996"] and row.endswith("NOT met")
 
 
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture only imports
 @given(
     value=st.floats(min_value=1e-3, max_value=1e10, allow_nan=False),
     goal=st.floats(min_value=1e-3, max_value=1e10, allow_nan=False),
@@ -102,11 +92,11 @@ def test_a_median_just_under_the_goal_prints_the_digits_that_show_it_under(bench
     higher_is_better=st.booleans(),
     thousands=st.booleans(),
 )
-def test_a_printed_figure_always_sides_with_its_verdict(value, goal, digits, higher_is_better, thousands):
+def test_a_printed_figure_always_sides_with_its_verdict(benchmark, value, goal, digits, higher_is_better, thousands):
     """Whatever the figure, the goal and the direction, the printed text reads on the verdict's side of the goal
     (the scripts print the verdict from the unrounded figure): never 2.00x beside NOT met for 1.996x against
     2.0, nor 0.300 ms beside "missed" for 0.3004 against <= 0.3."""
-    sided = _module("alternating").sided
+    sided = benchmark("alternating").sided
 
     def meets(figure):
         return figure >= goal if higher_is_better else figure <= goal
