@@ -10,12 +10,21 @@ rlrun first, ...; see `alternating.py`). Each pair's ratio is library alone time
 the script prints every pair, the median, the spread and the load, and the goal's verdict per row:
 median >= 0.98, rlrun within 2% of the library.
 
-    python benchmarks/adapter_overhead.py [--pairs 5] [--libraries rsl_rl skrl ...] [--iterations N]
+Every row is timed at the same length of call, `--seconds` of the library alone (4 by default), as timeit's
+autorange sizes its loops: after the warm-up, the library alone runs once more at the row's `ITERATIONS`,
+and the row's iterations are scaled from that run to the target (printed). Part of what rlrun adds is paid
+once per call (`overhead_split.py` separates it), so a row's ratio depends on its length; rows of fixed
+iterations ran 1.3-5 s a side on one machine, and their lengths moved with its speed: not one comparison.
+`--iterations N` sets every row's length outright instead (no calibration run).
+What short calls cost is `repeated_calls.py`'s goal.
 
-A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (sized for 3-6 s
-a side) and two functions of a temporary directory and a number of iterations: `direct(tmp, iterations)`
-(the library alone) and `through_rlrun(tmp, iterations)` (the same run via rlrun). `overhead_split.py` splits a
-row's gap into what a call costs once and what each iteration costs; `overhead_parts.py` into rlrun's parts.
+    python benchmarks/adapter_overhead.py [--pairs 5] [--libraries rsl_rl skrl ...] [--seconds 4 | --iterations N]
+
+A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (the length the
+calibration starts from) and two functions of a temporary directory and a number of iterations:
+`direct(tmp, iterations)` (the library alone) and `through_rlrun(tmp, iterations)` (the same run via rlrun).
+`overhead_split.py` splits a row's gap into what a call costs once and what each iteration costs;
+`overhead_parts.py` into rlrun's parts.
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ from rlrun.api.planning import pick_threads
 from rlrun.libraries import LIBRARIES
 
 GOAL = 0.98
+SECONDS = 4.0
+"""The library alone's time a side is sized to, by default."""
 ROWS = ("rsl_rl", "skrl", "skrl_jax", "sb3", "rl_games", "torchrl")
 """Every library path rlrun trains with: each library of the table, and SKRL on both of its frameworks."""
 
@@ -69,13 +80,27 @@ def side(run: Callable[[Path, int], object], iterations: int, threads: int | Non
     return measured
 
 
-def measure(row: ModuleType, pairs: int, iterations: int) -> Summary:
-    """Warm both sides up, then time `pairs` alternating pairs; print each pair; return the ratios' summary."""
+def sized(iterations: int, seconds: float, target: float) -> int:
+    """The iterations a side of `target` seconds takes, from a run of `iterations` that took `seconds`
+    (at least 1; the per-call part of a side is small beside 4 s, so a straight proportion)."""
+    if seconds <= 0:
+        return iterations
+    return max(1, round(iterations * target / seconds))
+
+
+def measure(row: ModuleType, pairs: int, iterations: int | None, seconds: float = SECONDS) -> Summary:
+    """Warm both sides up, size the row to `seconds` of the library alone unless `iterations` is given, then
+    time `pairs` alternating pairs; print each pair; return the ratios' summary."""
     threads = pick_threads(None, row.NUM_ENVS)
+    print(f"{row.LABEL}, {threads} torch thread{'s' * (threads != 1)}", flush=True)
+    side(row.direct, iterations or row.ITERATIONS, threads)()  # warm-up: imports, first optimizer step, JIT
+    side(row.through_rlrun, iterations or row.ITERATIONS)()
+    if iterations is None:
+        took = side(row.direct, row.ITERATIONS, threads)()
+        iterations = sized(row.ITERATIONS, took, seconds)
+        print(f"  sized to {iterations} it: the library alone took {took:.2f} s at {row.ITERATIONS} it", flush=True)
+    print(f"  {iterations} it a side", flush=True)
     direct, rlrun = side(row.direct, iterations, threads), side(row.through_rlrun, iterations)
-    print(f"{row.LABEL} x {iterations} it, {threads} torch thread{'s' * (threads != 1)}", flush=True)
-    direct()  # warm-up: imports, first optimizer step, JIT
-    rlrun()
     return alternate(
         pairs, direct, rlrun, names=("library alone", "through rlrun"), leaders=("library", "rlrun"), goal=GOAL
     )
@@ -85,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", "--repeats", type=int, default=5, help="alternating pairs per row (default 5)")
     parser.add_argument("--libraries", nargs="*", default=list(ROWS), choices=ROWS, metavar="ROW")
-    parser.add_argument("--iterations", type=int, default=None, help="every row's iterations (default: the row's)")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument(
+        "--seconds", type=float, default=SECONDS, help=f"size each row to this long a side (default {SECONDS:g})"
+    )
+    length.add_argument("--iterations", type=int, default=None, help="every row's iterations (no sizing)")
     args = parser.parse_args(argv)
 
     print(f"ratio = library alone / through rlrun, per alternating pair (goal: median >= {GOAL})")
@@ -97,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = f"not measured ({reason})"
             continue
         row = importlib.import_module(f"overhead_{name}")
-        results[name] = measure(row, args.pairs, args.iterations or row.ITERATIONS)
+        results[name] = measure(row, args.pairs, args.iterations, args.seconds)
 
     print_table(results, ROWS, GOAL)
     return 0
