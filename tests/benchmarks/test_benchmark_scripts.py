@@ -117,6 +117,16 @@ def test_the_other_scripts_goals_print_on_their_verdicts_side(benchmark):
     assert sided(1_500_000_000.2, 1e9, digits=0, thousands=True) == "1,500,000,000"
 
 
+def test_the_guard_costs_cover_every_restorable_guard_the_scope_would_capture(benchmark):
+    from rlrun.hermetic import GUARDS
+
+    ticks = iter(range(0, 10**9, 1000))  # each clock read 1 us after the last: every timing reads 1 us
+    costs = benchmark("hermetic_overhead").guard_costs(2, clock=lambda: next(ticks))
+    captured = [guard.name for guard in GUARDS if guard.restore is not None and guard.available()]
+    assert list(costs) == captured and len(set(captured)) == len(captured)
+    assert set(costs.values()) == {(1.0, 1.0)}
+
+
 def test_the_medians_interval_is_the_order_statistics_whose_binomial_tails_fit_the_confidence(benchmark):
     """The k-th ratio from each end covers the median with 1 - 2 P(Bin(n, 1/2) <= k - 1). n = 5: P(0) = 1/32 <= 5%,
     P(<= 1) = 6/32 > 5%: the smallest and the largest. n = 9: P(<= 1) = 10/512 <= 5%, P(<= 2) = 46/512 > 5%: the
@@ -152,6 +162,46 @@ def test_both_scripts_cover_every_library_of_the_table_and_skrl_on_jax(benchmark
     assert set(SCRIPT_ROWS) == own | {"skrl_jax"}  # a library added to rlrun's table needs a row in both scripts
     assert benchmark("adapter_overhead").ROWS == SCRIPT_ROWS
     assert benchmark("repeated_calls").ROWS == SCRIPT_ROWS
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])  # the fixture only imports
+@given(
+    iterations=st.integers(1, 10_000),
+    seconds=st.floats(min_value=1e-3, max_value=1e3, allow_nan=False),
+    target=st.floats(min_value=1e-2, max_value=1e2, allow_nan=False),
+)
+def test_a_row_is_sized_to_the_nearest_whole_iteration_of_its_target(benchmark, iterations, seconds, target):
+    sized = benchmark("adapter_overhead").sized(iterations, seconds, target)
+    per_iteration = seconds / iterations
+    assert sized >= 1
+    if sized > 1:
+        assert abs(sized * per_iteration - target) <= per_iteration / 2 * (1 + 1e-9)
+    else:
+        assert target <= 1.5 * per_iteration * (1 + 1e-9)
+
+
+def test_a_row_is_timed_at_the_length_its_calibration_run_gives_unless_iterations_are_set(benchmark, monkeypatch):
+    """After one warm-up per side, the library alone runs at the row's `ITERATIONS`; every pair then runs both
+    sides at the iterations that make `--seconds` (here each iteration takes 10 ms of the fake clock)."""
+    adapter_overhead = benchmark("adapter_overhead")
+    runs = []
+
+    def fake_side(name):
+        def run(tmp, iterations):
+            runs.append((name, iterations))
+
+        return run
+
+    row = type("Row", (), {"LABEL": "fake", "NUM_ENVS": 8, "ITERATIONS": 10})
+    row.direct, row.through_rlrun = staticmethod(fake_side("direct")), staticmethod(fake_side("rlrun"))
+    monkeypatch.setattr(adapter_overhead, "timed", lambda run: run() or 0.01 * runs[-1][1])
+    summary = adapter_overhead.measure(row, 2, None, seconds=0.5)
+    pairs = [("direct", 50), ("rlrun", 50), ("rlrun", 50), ("direct", 50)]  # the second pair led by rlrun
+    assert runs == [("direct", 10), ("rlrun", 10), ("direct", 10), *pairs]
+    assert summary.ratios == (1.0, 1.0)
+    runs.clear()
+    adapter_overhead.measure(row, 1, 3, seconds=0.5)
+    assert runs == [("direct", 3), ("rlrun", 3), ("direct", 3), ("rlrun", 3)]
 
 
 @pytest.mark.parametrize("name", SCRIPT_ROWS)
@@ -205,7 +255,7 @@ GOAL_SCRIPTS = {
         lambda figure: figure >= 1.0,
     ),
     "hermetic_overhead": (
-        ["--calls", "50"],
+        ["--calls", "50", "--guards", "5"],
         r"^scope cost per call: (\d+\.\d+) ms; goal <= 0\.3 ms: (met|missed)$",
         lambda figure: figure <= 0.3,
     ),
