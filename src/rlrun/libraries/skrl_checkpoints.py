@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import pickle
 import sys
 import zipfile
@@ -95,14 +96,34 @@ def _write_modules(framework: str, modules: dict[str, Any], path: str) -> None:
         pickle.dump({name: serialization.to_bytes(value) for name, value in modules.items()}, file, protocol=4)
 
 
+def _written_once(framework: str, modules: dict[str, Any], best: dict[str, Any]) -> tuple[Any, Any]:
+    """`(write best, write current)` for a best agent found at this moment, whose weights are the current agent's
+    (SKRL copies them just before it writes both): the current agent's file is written once and the best's
+    temporary is a hard link to it, in the same batch, so one `torch.save` and one file's fsync fewer. The file
+    is the current one's bytes (torch names its archive after the file: `agent_<timestep>/`, which `torch.load`
+    does not read). Where the folder takes no hard link, the best agent is written as SKRL writes it."""
+    best_paths: list[str] = []
+
+    def write_current(path: str) -> None:
+        _write_modules(framework, modules, path)
+        for best_path in best_paths:
+            try:
+                os.link(path, best_path)
+            except OSError:  # a file system without hard links
+                _write_modules(framework, best, best_path)
+
+    return best_paths.append, write_current
+
+
 class CheckpointWriter:
     """SKRL's `agent.write_checkpoint`, writing through `job.save_checkpoints` (atomic, recorded in run.json).
 
     `best_agent` and `agent_<timestep>`, saved at the same moment, are one batch (one run.json lists both),
-    `best_agent` first (both hold the same weights when SKRL has just found a new best), so that the newest
-    checkpoint in run.json is the newest state. SKRL's trainer counts timesteps from 0 in every run; a
-    resumed run's names and iterations continue the parent's. A training stopped early is saved by
-    `at_stop` as of the last timestep whose update ran.
+    `best_agent` first, so that the newest checkpoint in run.json is the newest state. A best agent found at
+    this moment holds the current agent's weights: its file is a hard link to the current one's
+    (`_written_once`). SKRL's trainer counts timesteps from 0 in every run; a resumed run's names and
+    iterations continue the parent's. A training stopped early is saved by `at_stop` as of the last timestep
+    whose update ran.
     """
 
     def __init__(self, agent: Any, job: TrainJob, per_iteration: int) -> None:
@@ -117,23 +138,28 @@ class CheckpointWriter:
 
     def __call__(self, *, timestep: int, timesteps: int) -> None:
         agent = self.agent
+        framework = self.job.ml_framework
         best = agent.checkpoint_best_modules
+        current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
+        write_current = functools.partial(_write_modules, framework, current)
         checkpoints = []
         if best["modules"] and not best["saved"]:
             modules = {name: best["modules"][name] for name in agent.checkpoint_modules}
-            checkpoints.append(self.checkpoint("best_agent", modules, best["timestep"]))
-        current = {name: agent._get_internal_value(module) for name, module in agent.checkpoint_modules.items()}
-        checkpoints.append(self.checkpoint("agent_{}", current, timestep))
+            if best["timestep"] == timestep:  # found now: SKRL copied the current weights just before this call
+                write_best, write_current = _written_once(framework, current, modules)
+            else:
+                write_best = functools.partial(_write_modules, framework, modules)
+            checkpoints.append(self.checkpoint("best_agent", write_best, best["timestep"]))
+        checkpoints.append(self.checkpoint("agent_{}", write_current, timestep))
         self.saved.extend(self.job.save_checkpoints(checkpoints))  # one batch: one run.json lists both
         if len(checkpoints) > 1:
             best["saved"] = True
         self.last_timestep = timestep
 
-    def checkpoint(self, name: str, modules: dict[str, Any], timestep: int) -> tuple[str, Any, int]:
+    def checkpoint(self, name: str, write: Any, timestep: int) -> tuple[str, Any, int]:
         """`(file name, write, iteration)` for `job.save_checkpoints`: `name` with `{}` the timestep counted over
         resumed runs; `timestep` is this run's."""
         timestep += self.first_timestep
-        write = functools.partial(_write_modules, self.job.ml_framework, modules)
         file_name = f"{CHECKPOINT_DIRECTORY}/{name.format(timestep)}{self.extension}"
         return file_name, write, timestep // self.per_iteration
 
