@@ -101,7 +101,9 @@ def _written_once(framework: str, modules: dict[str, Any], best: dict[str, Any])
     (SKRL copies them just before it writes both): the current agent's file is written once and the best's
     temporary is a hard link to it, in the same batch, so one `torch.save` and one file's fsync fewer. The file
     is the current one's bytes (torch names its archive after the file: `agent_<timestep>/`, which `torch.load`
-    does not read). Where the folder takes no hard link, the best agent is written as SKRL writes it."""
+    does not read). Where the folder takes no hard link, the best agent is written as SKRL writes it.
+    The best's write only records its temporary path, so it must come first in the batch, as `__call__` puts it
+    (a batch writes its files in the order given)."""
     best_paths: list[str] = []
 
     def write_current(path: str) -> None:
