@@ -11,7 +11,8 @@ fewer). Two figures per row, each the median over `--blocks` blocks with the spr
   what the wrapper costs the env's own step (the caches it evicts) and, in the clock row, the TensorBoard
   writer thread's work after a row; it is noisier.
 Rows: the wrapper alone, and with the iteration clock (metrics.csv rows, curves, stop checks) as its
-`on_step` hook, a row every 32 steps (an iteration of 32 x num_envs env steps, without the learning).
+`on_step` hook, a row every 32 steps (an iteration of 32 x num_envs env steps, without the learning). The goal's
+verdict is printed beside the wrapper's own time only.
 
     python benchmarks/statistics_overhead.py [--num_envs 4096] [--block 50] [--blocks 200]
 """
@@ -32,6 +33,8 @@ from rlrun.api.iterations import IterationClock
 from rlrun.envs import EpisodeStatistics, make_env
 
 GOAL_US = 10.0
+GOAL_ROW = "wrapper"
+"""The row the goal is about: the statistics wrapper alone (the clock's rows are paid per iteration, not per step)."""
 
 
 def per_step_us(step, actions) -> float:
@@ -120,9 +123,11 @@ def main() -> None:
         for figure, values in (("own time", own[name]), ("block difference", differences[name])):
             low, median, high = quartiles(values)
             verdict, shown = "", f"{median:.1f}"
-            if figure == "own time":  # 10.04 us prints 10.04, not 10.0 beside "not met"
+            if figure == "own time" and name == GOAL_ROW:  # 10.04 us prints 10.04, not 10.0 beside "not met"
                 verdict = f"goal <= {GOAL_US:.0f} us: {'met' if median <= GOAL_US else 'not met'}"
                 shown = sided(median, GOAL_US, digits=1, higher_is_better=False)
+            elif figure == "own time":
+                verdict = "(the wrapper with rows, curves and stop checks: not the goal's figure)"
             print(f"{name:<26} {figure:<17} {shown:>6} us per step (quartiles {low:.1f} to {high:.1f}) {verdict}")
 
 
