@@ -78,7 +78,7 @@ def describe(durations: list[float]) -> str:
 def guard_costs(rounds: int, clock: Callable[[], int] = time.perf_counter_ns) -> dict[str, tuple[float, float]]:
     """Median microseconds of each restorable, available guard's capture and restore, by name, over `rounds`
     scope-like rounds (captures in registry order, restores in reverse)."""
-    active = [guard for guard in GUARDS if guard.restore is not None and guard.available()]
+    active = [guard for guard in GUARDS if guard.restored and guard.available()]  # as `scope.capture_all`
     captures: dict[str, list[int]] = {guard.name: [] for guard in active}
     restores: dict[str, list[int]] = {guard.name: [] for guard in active}
     for _ in range(rounds):

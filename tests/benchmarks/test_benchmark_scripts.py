@@ -122,7 +122,7 @@ def test_the_guard_costs_cover_every_restorable_guard_the_scope_would_capture(be
 
     ticks = iter(range(0, 10**9, 1000))  # each clock read 1 us after the last: every timing reads 1 us
     costs = benchmark("hermetic_overhead").guard_costs(2, clock=lambda: next(ticks))
-    captured = [guard.name for guard in GUARDS if guard.restore is not None and guard.available()]
+    captured = [guard.name for guard in GUARDS if guard.restored and guard.available()]
     assert list(costs) == captured and len(set(captured)) == len(captured)
     assert set(costs.values()) == {(1.0, 1.0)}
 
