@@ -280,15 +280,20 @@ def test_the_goal_scripts_run_to_a_verdict_their_printed_figure_agrees_with(name
         assert meets(float(match.group(1))) == (match.group(2) == "met"), match.group(0)
 
 
-def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call(benchmark, tmp_path):
-    """`overhead_parts.py`: the statistics pass-through records nothing; plain checkpoints skip run.json."""
+def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call(benchmark, tmp_path, monkeypatch):
+    """`overhead_parts.py`: the statistics pass-through records nothing; plain checkpoints skip run.json; no fsync
+    writes and lists the same files without an fsync."""
     import torch
 
     from rlrun import runs
     from rlrun.envs import EpisodeStatistics, make_env
+    from rlrun.runs import atomic
 
     parts = benchmark("overhead_parts")
     called = []
+    fsyncs = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda descriptor: fsyncs.append(descriptor) or fsync(descriptor))
 
     def run(tmp, iterations):
         env = EpisodeStatistics(make_env("rlrun/CartPole-v1", 2, env_kwargs={"max_episode_steps": 3}))
@@ -300,13 +305,17 @@ def test_the_overhead_parts_ablations_leave_out_their_part_and_only_for_the_call
         write = lambda path: Path(path).write_bytes(b"b")  # noqa: E731
         record.save_checkpoints([("best.pt", write, {"iteration": 1}), ("model_1.pt", write, {"iteration": 1})])
         listed = [entry["file"] for entry in runs.read_manifest(record.dir)["checkpoints"]]
-        called.append(((env.env_steps, env.episodes, listed), record))
+        record.finish("finished")
+        called.append(((env.env_steps, env.episodes, listed), record, len(fsyncs)))
+        fsyncs.clear()
 
     for name, variant in parts.variants(type("Row", (), {"direct": run, "through_rlrun": run})).items():
         variant(tmp_path / name.replace(" ", "_"), 1)
-    (alone, _), (through, _), (bare, _), (plain, plain_record) = called
+    (alone, _, synced), (through, _, _), (bare, _, _), (plain, plain_record, _), (unsynced, _, none) = called
     files = ["model_0.pt", "best.pt", "model_1.pt"]
-    assert alone == through == (8, 2, files)
+    assert alone == through == unsynced == (8, 2, files)
+    assert synced > 0 and none == 0  # the same files, written and listed, none of them fsynced
+    assert atomic.os is os  # put back after the call
     assert bare == (8, 0, files)  # steps counted, no episode recorded
     assert plain == (8, 2, []) and (plain_record.dir / "model_0.pt").read_bytes() == b"w"  # run.json not rewritten
     assert (plain_record.dir / "best.pt").read_bytes() == b"b"  # a batch (SKRL's moments) written plainly too
@@ -342,7 +351,7 @@ def test_the_no_kept_executables_ablation_is_the_jax_rows_and_reads_every_execut
 def test_overhead_parts_times_every_variant_of_a_row():
     pytest.importorskip("rl_games")
     out = run_script("overhead_parts.py", "--library", "rl_games", "--rounds", "1", "--iterations", "1")
-    for name in ("library alone", "through rlrun", "without step statistics", "plain checkpoints"):
+    for name in ("library alone", "through rlrun", "without step statistics", "plain checkpoints", "no fsync"):
         assert f"  {name}" in out and "library alone / this" in out
     assert "no kept executables" not in out  # a JAX row's variant
 
