@@ -187,7 +187,7 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
         "device": plan.device,
         "argv": list(plan.argv) if plan.argv is not None else None,
         "agent_config": plan.agent_config_source,
-        "versions": runs.versions(plan.library.distribution, plan.library.version),
+        "versions": runs.versions(plan.library.distribution),
         "parent": parent,
     }
     params = {"agent.yaml": configs.to_yaml(plan.agent_config), "env.yaml": configs.to_yaml(plan.env_config)}

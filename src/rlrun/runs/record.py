@@ -138,13 +138,13 @@ class RunRecord:
         self.write()
 
 
-def versions(distribution: str, version: str | None) -> dict[str, str | None]:
+def versions(distribution: str) -> dict[str, str | None]:
     """The versions a manifest records: rlrun, the library's distribution, torch, Gymnasium and Python."""
     import sys
 
     return {
         "rlrun": installed("rlrun"),
-        distribution: version,
+        distribution: installed(distribution),
         "torch": installed("torch"),
         "gymnasium": installed("gymnasium"),
         "python": sys.version.split()[0],
