@@ -90,37 +90,58 @@ def test_train_ends_by_naming_the_run_and_the_command_that_shows_its_curves(log_
     assert last == f"curves: tensorboard --logdir logs/rsl_rl  (this run: rlrun_Pendulum-v1/{run_dir.name})"
 
 
-def test_a_running_curve_is_flushed_at_once_then_at_most_every_second(tmp_path, monkeypatch):
-    """The first point reaches the file at once, later ones within FLUSH_INTERVAL_S: a killed run keeps its
-    curve up to the last second, and a short iteration does not wait for the writer's thread every time."""
-    from rlrun.api import curves as module
-    from rlrun.api.iterations import IterationRow
+def test_rows_reach_metrics_csv_and_the_curves_at_once_then_at_most_every_second_and_every_one_at_close(
+    tmp_path, monkeypatch
+):
+    """The first row is written at once, later ones within WRITE_INTERVAL_S, the rest when the clock closes: a
+    killed run keeps its rows up to the last second, and both files hold the same rows. A row written late keeps
+    the time it was made."""
+    from rlrun.api import iterations as module
 
     now = [100.0]
     monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(module.time, "time", lambda: 1e9 + now[0])
 
-    def row(steps):
-        return IterationRow(
-            iteration=steps,
-            env_steps=steps,
-            wall_s=1.0,
-            steps_per_s=1.0,
-            mean_return=float(steps),
-            mean_length=1.0,
-            episodes=1,
-        )
+    class Stats:
+        env_steps = 0
+        episodes = 1
 
-    writer = module.Curves()
-    writer.open(tmp_path)
+        def mean_return(self):
+            return float(self.env_steps)
+
+        def mean_length(self):
+            return 1.0
+
+    stats = Stats()
+    clock = module.IterationClock(10)
+
+    def iteration(seconds):
+        now[0] += seconds
+        stats.env_steps += 10
+        clock(stats)
+
+    def written():
+        with open(tmp_path / module.METRICS_FILE, newline="", encoding="utf-8") as stream:
+            rows = [int(row["env_steps"]) for row in csv.DictReader(stream)]
+        return rows, [step for step, _ in scalars(tmp_path).get("rlrun/mean_return", [])]
+
+    clock.open(tmp_path)
     try:
-        writer.add(row(1))
-        assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1]
-        now[0] += module.FLUSH_INTERVAL_S / 2
-        writer.add(row(2))
-        now[0] += module.FLUSH_INTERVAL_S / 2
-        writer.add(row(3))
-        assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1, 2, 3]
-        writer.add(row(4))
+        iteration(0.0)
+        assert written() == ([10], [10])
+        iteration(module.WRITE_INTERVAL_S / 2)
+        assert written() == ([10], [10])
+        iteration(module.WRITE_INTERVAL_S / 2)
+        assert written() == ([10, 20, 30], [10, 20, 30])
+        iteration(0.1)
+        assert written() == ([10, 20, 30], [10, 20, 30])
     finally:
-        writer.close()
-    assert [step for step, _ in scalars(tmp_path)["rlrun/mean_return"]] == [1, 2, 3, 4]
+        clock.close()
+    assert written() == ([10, 20, 30, 40], [10, 20, 30, 40])
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(tmp_path))
+    accumulator.Reload()
+    interval = module.WRITE_INTERVAL_S
+    made = [1e9 + 100.0 + offset for offset in (0.0, interval / 2, interval, interval + 0.1)]
+    assert [event.wall_time for event in accumulator.Scalars("rlrun/mean_return")] == pytest.approx(made)

@@ -34,25 +34,22 @@ use, imports the same): imported in the plan phase, before the capture."""
 CURVES = {"rlrun/mean_return": "mean_return", "rlrun/mean_length": "mean_length", "rlrun/steps_per_s": "steps_per_s"}
 """Scalar tag -> the `IterationRow` field it plots; the x axis is the row's `env_steps`."""
 
-FLUSH_INTERVAL_S = 1.0
-"""The event file is flushed at most this often while the run goes (and when it closes)."""
-
 FILE_SUFFIX = ".rlrun"
 """Ends the name of rlrun's event file, to tell it from the library's own in the same folder."""
 
 
 class Curves:
-    """The `rlrun/*` scalars of one run, one event per row (its three values), written as its iterations end.
+    """The `rlrun/*` scalars of one run, one event per row (its three values), written when `IterationClock`
+    writes its rows (at most once a second, see `rlrun.api.iterations.WRITE_INTERVAL_S`).
 
     The events are framed and written in the caller's thread with TensorBoard's own `RecordWriter` and protos,
     which is what `SummaryWriter` does on a thread of its own. That thread competed with the training for the
-    GIL: with a library's own writer beside it, the curves cost about 1.5% of a short rl_games run, and the
-    synchronous write costs some 30 us a row. `close` (in the training's `finally`) closes the file.
+    GIL: with a library's own writer beside it, the curves cost about 1.5% of a short rl_games run. `add`
+    writes into the file's buffer, `flush` to the file; `close` (in the training's `finally`) closes it.
     """
 
     def __init__(self) -> None:
         self._records: Any = None
-        self._next_flush = 0.0
 
     def open(self, run_dir: Path) -> None:
         from tensorboard.compat.proto import event_pb2
@@ -63,8 +60,9 @@ class Curves:
         self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._records.flush()
 
-    def add(self, row: IterationRow) -> None:
-        """Plot `row` at its env steps (a field that is None, like the return before any episode ended, is left out)."""
+    def add(self, row: IterationRow, wall_time: float | None = None) -> None:
+        """Plot `row` at its env steps, made at `wall_time` (`time.time()`; now by default). A field that is None,
+        like the return before any episode ended, is left out."""
         if self._records is None:
             return
         from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -76,10 +74,11 @@ class Curves:
         ]
         if values:
             summary = summary_pb2.Summary(value=values)
-            self._write(event_pb2.Event(wall_time=time.time(), step=row.env_steps, summary=summary))
-        now = time.monotonic()
-        if now >= self._next_flush:  # a killed run keeps its curve up to the last second (metrics.csv, every row)
-            self._next_flush = now + FLUSH_INTERVAL_S
+            wall_time = time.time() if wall_time is None else wall_time
+            self._write(event_pb2.Event(wall_time=wall_time, step=row.env_steps, summary=summary))
+
+    def flush(self) -> None:
+        if self._records is not None:
             self._records.flush()
 
     def close(self) -> None:
