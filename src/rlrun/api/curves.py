@@ -60,9 +60,9 @@ class Curves:
         self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._records.flush()
 
-    def add(self, row: IterationRow, wall_time: float | None = None) -> None:
-        """Plot `row` at its env steps, made at `wall_time` (`time.time()`; now by default). A field that is None,
-        like the return before any episode ended, is left out."""
+    def add(self, row: IterationRow, wall_time: float) -> None:
+        """Plot `row` at its env steps, made at `wall_time` (a `time.time()`). A field that is None, like the return
+        before any episode ended, is left out."""
         if self._records is None:
             return
         from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -74,7 +74,6 @@ class Curves:
         ]
         if values:
             summary = summary_pb2.Summary(value=values)
-            wall_time = time.time() if wall_time is None else wall_time
             self._write(event_pb2.Event(wall_time=wall_time, step=row.env_steps, summary=summary))
 
     def flush(self) -> None:
