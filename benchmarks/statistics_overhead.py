@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from alternating import sided
-from rlrun.api.iterations import IterationClock
+from rlrun.api.clock import IterationClock
 from rlrun.envs import EpisodeStatistics, make_env
 
 GOAL_US = 10.0

@@ -131,7 +131,7 @@ def warm_up() -> None:
     from rlrun.reports.tune import HEAVY_MODULES as TUNE_HEAVY_MODULES
 
     names = [*planning.CORE_IMPORTS, *planning.VIDEO_IMPORTS, *planning.EXPORT_IMPORTS, *HEAVY_MODULES]
-    names += ["onnxruntime", "ray", "rlrun.executors", "sqlalchemy.engine", "sqlalchemy.exc", "rlrun.api.tuning"]
+    names += ["onnxruntime", "ray", "rlrun.executors", "sqlalchemy.engine", "sqlalchemy.exc", "rlrun.tuning.worker"]
     names += list(TUNE_HEAVY_MODULES) if planning.has("optuna") else []
     for library in LIBRARIES.values():
         if library.installed:

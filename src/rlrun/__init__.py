@@ -29,13 +29,13 @@ _PUBLIC = {
     "PlayResult": "rlrun.api",
     "train": "rlrun.api",
     "play": "rlrun.api",
-    "BenchRequest": "rlrun.api",
-    "BenchResult": "rlrun.api",
-    "BenchRun": "rlrun.api",
-    "bench": "rlrun.api",
-    "TuneRequest": "rlrun.api",
-    "TuneResult": "rlrun.api",
-    "tune": "rlrun.api",
+    "BenchRequest": "rlrun.benching",
+    "BenchResult": "rlrun.benching",
+    "BenchRun": "rlrun.benching",
+    "bench": "rlrun.benching",
+    "TuneRequest": "rlrun.tuning",
+    "TuneResult": "rlrun.tuning",
+    "tune": "rlrun.tuning",
     "main": "rlrun.cli",
     "errors": "rlrun.errors",
 }
@@ -44,26 +44,21 @@ if TYPE_CHECKING:
     from rlrun import errors
     from rlrun.api import (
         AgentRequest,
-        BenchRequest,
-        BenchResult,
-        BenchRun,
         ExportRequest,
         ExportResult,
         PlayRequest,
         PlayResult,
         TrainRequest,
         TrainResult,
-        TuneRequest,
-        TuneResult,
-        bench,
         export,
         play,
         random_agent,
         train,
-        tune,
         zero_agent,
     )
+    from rlrun.benching import BenchRequest, BenchResult, BenchRun, bench
     from rlrun.cli import main
+    from rlrun.tuning import TuneRequest, TuneResult, tune
 
 __all__ = [
     "AgentRequest",

@@ -26,7 +26,7 @@ import pytest
 
 import rlrun
 from rlrun import runs
-from rlrun.api.iterations import METRICS_FILE
+from rlrun.api.metrics import METRICS_FILE
 from rlrun.errors import TrainingStopped
 from rlrun.libraries import LIBRARIES
 from support import CONTRACT_CASES, SMALL_RSL_RL, drop_a_ctrl_c

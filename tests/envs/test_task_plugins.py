@@ -15,7 +15,8 @@ import gymnasium
 import pytest
 
 import rlrun
-from rlrun.envs import NATIVE_TASKS, make_env, plugins, resolve_task
+from rlrun.envs import NATIVE_TASKS, make_env, resolve_task
+from rlrun.envs import tasks as plugins
 from rlrun.errors import MissingDependency, UnknownTask
 
 PACKAGE = "rlrun_test_taskpkg"

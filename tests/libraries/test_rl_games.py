@@ -18,7 +18,7 @@ from rlrun.api.planning import pick_threads
 from rlrun.envs import EpisodeStatistics, make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
 from rlrun.hermetic import GUARDS, census, hermetic_call
-from rlrun.libraries import rl_games
+from rlrun.libraries import rl_games, rl_games_checkpoints
 from rlrun.libraries.base import TrainJob
 from support import assert_bitwise_equal, assert_order_independent
 
@@ -40,7 +40,7 @@ def small_train(log_root, task="rlrun/Pendulum-v1", progress=None, **fields):
 
 
 def model_weights(checkpoint):
-    return rl_games._read_checkpoint(Path(checkpoint))["model"]
+    return rl_games_checkpoints.read_checkpoint(Path(checkpoint))["model"]
 
 
 # --- learning -----------------------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_checkpoints_are_rl_games_files_recorded_in_the_manifest(log_root):
     assert manifest["checkpoints"][-1]["iteration"] == 5
     assert {path.name for path in (result.run_dir / "nn").iterdir()} == {Path(name).name for name in files}
     best = result.run_dir / "nn" / "cartpole.pth"  # rl_games' best-so-far file holds a NumPy scalar
-    assert isinstance(rl_games._read_checkpoint(best)["last_mean_rewards"], np.floating)
+    assert isinstance(rl_games_checkpoints.read_checkpoint(best)["last_mean_rewards"], np.floating)
     request = rlrun.PlayRequest(task="rlrun/CartPole-v1", library="rl_games", checkpoint="best", log_root=str(log_root))
     assert rlrun.play(request).checkpoint.relative_to(result.run_dir).as_posix() in files
 

@@ -25,7 +25,7 @@ import rlrun
 from rlrun.configs import library_config
 from rlrun.envs import make_env
 from rlrun.errors import CorruptCheckpoint, InvalidArgument
-from rlrun.libraries import sb3
+from rlrun.libraries import sb3, sb3_checkpoints
 from support import assert_order_independent
 
 CARTPOLE, PENDULUM = "rlrun/CartPole-v1", "rlrun/Pendulum-v1"
@@ -278,13 +278,13 @@ def test_a_run_keeps_sb3s_zip_checkpoints_its_tensorboard_events_and_its_console
     assert "ep_rew_mean" in (result.run_dir / "console.log").read_text()  # SB3's table, with episode returns
     model = PPO.load(result.checkpoint)  # SB3's own loader reads rlrun's checkpoints
     assert model.num_timesteps == result.env_steps
-    assert sb3.saved_algorithm(result.checkpoint) == "ppo"
+    assert sb3_checkpoints.saved_algorithm(result.checkpoint) == "ppo"
 
 
 def test_checkpoints_say_which_algorithm_saved_them(log_root):
     for algorithm, overrides in (("a2c", ("agent.policy_kwargs.net_arch=[8]",)), ("td3", TINY_OFF_POLICY)):
         result = train(log_root, PENDULUM, algorithm, overrides, max_iterations=2)
-        assert sb3.saved_algorithm(result.checkpoint) == algorithm
+        assert sb3_checkpoints.saved_algorithm(result.checkpoint) == algorithm
 
 
 def test_the_default_library_of_discrete_cartpole_is_sb3_and_it_plays_back(log_root):

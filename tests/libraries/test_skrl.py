@@ -460,7 +460,7 @@ def test_the_executables_kept_after_a_call_are_those_it_used():
 @needs_jax
 def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_compiled(log_root, monkeypatch):
     """JAX's caches held every call's models through SKRL's static arguments (22-35 MB a call); the call
-    clears those functions. SKRL's array-only functions (`adapter.ARRAY_ONLY`) hold no call object and keep
+    clears those functions. SKRL's array-only functions (`skrl_jax_traces.ARRAY_ONLY`) hold no call object and keep
     their executables: a second call of the same shapes adds no entry."""
     from skrl.agents.jax.ppo import ppo
 

@@ -34,6 +34,7 @@ from rlrun.libraries import LIBRARIES, check_installed
 from rlrun.libraries import torchrl as adapter
 from rlrun.libraries.torchrl_agent import CHECKPOINT_FORMAT
 from rlrun.libraries.torchrl_env import TorchRLVecEnv
+from rlrun.libraries.torchrl_trainer import make_trainer
 from support import assert_order_independent
 
 CARTPOLE, PENDULUM, CONTINUOUS_CARTPOLE = "rlrun/CartPole-v1", "rlrun/Pendulum-v1", "rlrun/CartPoleContinuous-v1"
@@ -170,7 +171,7 @@ def test_every_shipped_configuration_builds_its_agent_and_trainer(tmp_path):
             job = TrainJob(env, env, library_config(config), config["max_iterations"], 0, "cpu", tmp_path, None)
             job.algorithm = algorithm
             agent = adapter.Agent(algorithm, env, job.config, "cpu")
-            trainer = adapter._trainer(job, TorchRLVecEnv(env, seed=0), agent, 0)
+            trainer = make_trainer(job, TorchRLVecEnv(env, seed=0), agent, 0)
             trainer.collector.shutdown()
             assert adapter.env_steps_per_iteration(job.config, config["num_envs"]) >= config["num_envs"], path
             env.close()

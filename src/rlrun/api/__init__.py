@@ -8,13 +8,13 @@ One role per module:
 - `requests`: the request and result dataclasses (their field docstrings are the CLI's help);
 - `planning`, `checks`, `resolution`: each request validated into a complete, typed plan before anything
   changes (its own values checked, then what it resolves to: checkpoint, algorithm, configurations);
-- `call`: the guarded session every call runs its body in (scope, torch state, seeds, env);
+- `session`: the guarded session every call runs its body in (scope, torch state, seeds, env);
 - `training`, `playing`, `exporting`, `agents`: one call body each, with its public function and
   its `*_in_call` form for a caller that already holds a hermetic call (the CLI);
-- `iterations`: what a training does at each step: metrics.csv rows, stop requests, Ctrl-C and SIGTERM;
-- `bench`, `bench_request`, `bench_planning`, `cells`: tasks x runs x seeds on an executor (`rlrun.executors`),
-  results and report;
-- `tune`, `tuning`, `studies`, `search_space`: an Optuna study whose trials are hermetic trainings on an executor.
+- `metrics`: a training's rows, their `metrics.csv` columns and `rlrun/*` curves; `clock`: what a training
+  does at each step (rows, progress, stop requests); `signals`: Ctrl-C and SIGTERM during a training.
+
+Benches (`rlrun.benching`) and studies (`rlrun.tuning`) call this package as any user would; it imports neither.
 
 Each call runs in three phases (see `rlrun.hermetic.scope`): plan (parse and validate the request,
 import what it needs; nothing else changes and no directory is made), run (inside the guarded
@@ -24,8 +24,6 @@ up in `rlrun.libraries.LIBRARIES`.
 """
 
 from rlrun.api.agents import agent_in_call, random_agent, zero_agent
-from rlrun.api.bench import bench, bench_in_call
-from rlrun.api.bench_request import BenchRequest, BenchResult, BenchRun, load_spec
 from rlrun.api.exporting import export, export_in_call
 from rlrun.api.planning import AGENTS, CORE_IMPORTS, EXPORT_IMPORTS
 from rlrun.api.playing import play, play_in_call
@@ -41,7 +39,6 @@ from rlrun.api.requests import (
     TrainResult,
 )
 from rlrun.api.training import train, train_in_call
-from rlrun.api.tune import TuneRequest, TuneResult, tune, tune_in_call
 from rlrun.errors import UserError
 
 __all__ = [
@@ -49,9 +46,6 @@ __all__ = [
     "CORE_IMPORTS",
     "EXPORT_IMPORTS",
     "AgentRequest",
-    "BenchRequest",
-    "BenchResult",
-    "BenchRun",
     "ExportRequest",
     "ExportResult",
     "LibraryRequest",
@@ -60,21 +54,14 @@ __all__ = [
     "TaskRequest",
     "TrainRequest",
     "TrainResult",
-    "TuneRequest",
-    "TuneResult",
     "UserError",
     "agent_in_call",
-    "bench",
-    "bench_in_call",
     "export",
     "export_in_call",
-    "load_spec",
     "play",
     "play_in_call",
     "random_agent",
     "train",
     "train_in_call",
-    "tune",
-    "tune_in_call",
     "zero_agent",
 ]

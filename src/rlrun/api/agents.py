@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rlrun import rollout
-from rlrun.api.call import Video, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_agent
 from rlrun.api.requests import AgentRequest, PlayResult
+from rlrun.api.session import Video, play_result, run_episodes, session, video_prefix
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.progress import Progress
 

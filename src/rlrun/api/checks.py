@@ -1,5 +1,12 @@
-"""Checks of a request's own values, before its task or library is looked at: the request's type, every
-field's type, numbers in range, names compared without regard to case; the device and seed it resolves to.
+"""The validation vocabulary of every request family (a call's, a bench's, a tune's): the request's type, every
+field's type, the bounds a field's metadata states, names compared without regard to case; the device and seed
+a call resolves to.
+
+A field states its bounds in its metadata, beside its docstring, and `check_fields` checks them all:
+
+    workers: int | None = field(default=None, metadata={"minimum": 1})      # an integer, at least 1
+    num_gpus: float = field(default=0.0, metadata={"at_least": 0.0})         # a finite number, 0 or more
+    seconds: float | None = field(default=None, metadata={"above": 0.0})     # a finite number, more than 0
 
 They need nothing imported beyond torch (for the device) and raise a one-line `UserError` that says the fix.
 """
@@ -8,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import re
 import secrets
 import types
@@ -51,6 +59,52 @@ def check_int(value: Any, name: str, *, minimum: int, maximum: int | None = None
     if value < minimum or (maximum is not None and value > maximum):
         bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
+
+
+def check_count(value: Any, flag: str, *, minimum: int = 1) -> None:
+    """`value` is an integer (not a bool) of at least `minimum`."""
+    named = {0: "0 or a positive integer", 1: "a positive integer"}
+    bound = named.get(minimum, f"an integer of at least {minimum}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{flag} {value!r} must be an integer: {bound}.")
+    if value < minimum:
+        raise InvalidArgument(f"{flag} {value!r} must be {bound}.")
+
+
+def check_real(value: Any, flag: str, *, above: float | None = None, at_least: float | None = None) -> None:
+    """`value` is a finite number (not a bool) greater than `above`, or at least `at_least`."""
+    number = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+    if not number or (above is not None and value <= above) or (at_least is not None and value < at_least):
+        if above == 0:
+            bound = "a positive number"
+        elif at_least == 0:
+            bound = "a number, 0 or more"
+        else:
+            bound = f"a number above {above}" if above is not None else f"a number of at least {at_least}"
+        raise InvalidArgument(f"{flag} {value!r} must be {bound}.")
+
+
+def check_choice(value: Any, flag: str, choices: tuple[str, ...]) -> None:
+    """`value` is one of `choices`; else the error names the nearest."""
+    if value not in choices:
+        nearest = did_you_mean(str(value), choices)
+        raise InvalidArgument(f"{flag} {value!r} is not one of {', '.join(choices)}.{nearest}")
+
+
+def check_fields(request: Any) -> None:
+    """Every field of `request` that is not None within the bounds its metadata states (`minimum`, `above`,
+    `at_least`), named by its command-line flag."""
+    for item in dataclasses.fields(request):
+        value, meta = getattr(request, item.name), item.metadata
+        if value is None:
+            continue
+        flag = meta.get("flag", f"--{item.name}")
+        if "minimum" in meta:
+            check_count(value, flag, minimum=meta["minimum"])
+        if "above" in meta or "at_least" in meta:
+            check_real(value, flag, above=meta.get("above"), at_least=meta.get("at_least"))
+        if "choices" in meta:
+            check_choice(value, flag, meta["choices"])
 
 
 def _check_field_types(request: Any) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import runs
-from rlrun.api.call import checkpoint_fit, console, play_job, session
 from rlrun.api.checks import has
 from rlrun.api.planning import plan_export
 from rlrun.api.requests import EXPORT_FORMATS, ExportRequest, ExportResult
+from rlrun.api.session import checkpoint_fit, console, play_job, session
 from rlrun.hermetic import Call, hermetic_call
 
 

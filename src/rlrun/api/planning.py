@@ -28,7 +28,7 @@ from rlrun.api.checks import (
     resolve_device,
     resolve_seed,
 )
-from rlrun.api.curves import CURVE_IMPORTS
+from rlrun.api.metrics import CURVE_IMPORTS
 from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
     EXPORT_FORMATS,
@@ -54,10 +54,10 @@ from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, Us
 from rlrun.hermetic import Call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
 
-CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs", "rlrun.envs.plugins")
+CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
 imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's.
-`rlrun.envs.plugins` registers the installed packages' `rlrun.tasks` as it is imported."""
+`import_core` then registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
 VIDEO_IMPORTS = (
     "pygame",
     "moviepy",
@@ -279,6 +279,9 @@ def _library_fields(
 def import_core(call: Call, video: bool) -> None:
     """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
     call.import_modules(CORE_IMPORTS)
+    from rlrun.envs.tasks import load_task_plugins  # imported by now, with Gymnasium, as an import effect
+
+    load_task_plugins(call.import_modules)
     if resource_tracker_due():
         call.prepare(start_resource_tracker)
     if video:

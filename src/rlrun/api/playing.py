@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rlrun.api.call import Video, checkpoint_fit, console, play_job, play_result, run_episodes, session, video_prefix
 from rlrun.api.planning import plan_play
 from rlrun.api.requests import PlayRequest, PlayResult
+from rlrun.api.session import Video, checkpoint_fit, console, play_job, play_result, run_episodes, session, video_prefix
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.progress import Progress
 

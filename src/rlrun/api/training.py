@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import configs, runs
-from rlrun.api.call import Video, check_resume_fit, console, session
-from rlrun.api.iterations import LATCH, IterationClock, OnIteration, signals_held, stop_signals
+from rlrun.api.clock import IterationClock
+from rlrun.api.metrics import OnIteration
 from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
+from rlrun.api.session import Video, check_resume_fit, console, session
+from rlrun.api.signals import LATCH, signals_held, stop_signals
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.libraries.base import TrainJob, TrainOutcome
@@ -63,80 +65,15 @@ def train_in_call(
                     plan.max_iterations * plan.env_steps_per_iteration,
                     plan.env_steps_per_iteration,
                 )
-
-            def entry(iteration: int) -> dict[str, Any]:
-                """What run.json records of a checkpoint beside its file (and `saved_at`)."""
-                return {"iteration": iteration, "env_steps": env.env_steps, "mean_return": env.mean_return()}
-
-            def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
-                assert record is not None  # the checkpoint and its run.json entry land in one batch of writes
-                return record.save_checkpoint(name, write, **entry(iteration))
-
-            def save_checkpoints(checkpoints: Any) -> list[Path]:
-                assert record is not None  # the checkpoints and their run.json entries land in one batch of writes
-                return record.save_checkpoints([(name, write, entry(it)) for name, write, it in checkpoints])
-
-            job = TrainJob(
-                env=env,
-                stats=env,
-                config=plan.library_config,
-                max_iterations=plan.max_iterations,
-                seed=plan.seed,
-                device=plan.device,
-                run_dir=record.dir,
-                save_checkpoint=save_checkpoint,
-                save_checkpoints=save_checkpoints,
-                resume_from=plan.resume_from,
-                resume_iteration=plan.resume_iteration,
-                deterministic=plan.deterministic,
-                algorithm=plan.algorithm,
-                ml_framework=plan.ml_framework,
-            )
-            status = "completed"
-            try:
-                with console(plan, record.dir), clock.interruptible():
-                    outcome = plan.adapter.train(job)
-            except TrainingStopped as stop:
-                if stop.reason != "stopped":
-                    raise
-                status = "stopped"
-                record.settle()  # the last checkpoint's commit: it is the outcome
-                outcome = TrainOutcome(iterations=_last_iteration(record, plan), checkpoint=_last_checkpoint(record))
+            outcome, status = _run_library(plan, _job(plan, env, record), record, clock)
             wall = time.perf_counter() - started
             env.close()  # writes the last video clip
-            result = TrainResult(
-                task=plan.task,
-                library=plan.library.name,
-                run_dir=record.dir,
-                checkpoint=outcome.checkpoint,
-                seed=plan.seed,
-                num_envs=plan.num_envs,
-                iterations=outcome.iterations,
-                env_steps=env.env_steps,
-                episodes=env.episodes,
-                mean_return=env.mean_return(),
-                steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
-                wall_time_s=wall,
-                videos=video.files() if video else (),
-                status=status,
-            )
+            result = _result(plan, record, env, outcome, status, wall, video)
             with signals_held():
                 record.finish(status, result=runs.jsonable(result))
         except BaseException as error:
             if record is not None:
-                status = _failure_status(error)
-                try:
-                    with signals_held():
-                        record.settle()  # the checkpoints saved before the error are in place and listed
-                except Exception as commit_error:
-                    error.add_note(f"rlrun: a checkpoint could not be written: {commit_error!r}")
-                if isinstance(error, TrainingStopped):
-                    error.run_dir, error.checkpoint = record.dir, _last_checkpoint(record)
-                try:
-                    with signals_held():
-                        record.finish(status, error=f"{type(error).__name__}: {error}")
-                except Exception as manifest_error:  # never mask the call's own exception
-                    error.add_note(f"rlrun: could not mark the run {status}: {manifest_error!r}")
+                _record_failure(record, error)
             raise
         finally:
             clock.close()
@@ -147,6 +84,98 @@ def train_in_call(
         late.run_dir, late.checkpoint = result.run_dir, result.checkpoint
         raise late
     return result
+
+
+def _job(plan: TrainPlan, env: Any, record: runs.RunRecord) -> TrainJob:
+    """What the adapter is handed: the instrumented env, the configuration, the budget, and how to save
+    checkpoints (each with its run.json entry, in one batch of writes)."""
+
+    def entry(iteration: int) -> dict[str, Any]:
+        """What run.json records of a checkpoint beside its file (and `saved_at`)."""
+        return {"iteration": iteration, "env_steps": env.env_steps, "mean_return": env.mean_return()}
+
+    def save_checkpoint(name: str, write: Any, iteration: int) -> Path:
+        return record.save_checkpoint(name, write, **entry(iteration))
+
+    def save_checkpoints(checkpoints: Any) -> list[Path]:
+        return record.save_checkpoints([(name, write, entry(it)) for name, write, it in checkpoints])
+
+    return TrainJob(
+        env=env,
+        stats=env,
+        config=plan.library_config,
+        max_iterations=plan.max_iterations,
+        seed=plan.seed,
+        device=plan.device,
+        run_dir=record.dir,
+        save_checkpoint=save_checkpoint,
+        save_checkpoints=save_checkpoints,
+        resume_from=plan.resume_from,
+        resume_iteration=plan.resume_iteration,
+        deterministic=plan.deterministic,
+        algorithm=plan.algorithm,
+        ml_framework=plan.ml_framework,
+    )
+
+
+def _run_library(
+    plan: TrainPlan, job: TrainJob, record: runs.RunRecord, clock: IterationClock
+) -> tuple[TrainOutcome, str]:
+    """The library's own runner, and the run's status: `completed`, or `stopped` by `on_iteration` (the last
+    checkpoint is then the outcome). A signal's stop propagates."""
+    try:
+        with console(plan, record.dir), clock.interruptible():
+            return plan.adapter.train(job), "completed"
+    except TrainingStopped as stop:
+        if stop.reason != "stopped":
+            raise
+        record.settle()  # the last checkpoint's commit: it is the outcome
+        return TrainOutcome(iterations=_last_iteration(record, plan), checkpoint=_last_checkpoint(record)), "stopped"
+
+
+def _result(
+    plan: TrainPlan,
+    record: runs.RunRecord,
+    env: Any,
+    outcome: TrainOutcome,
+    status: str,
+    wall: float,
+    video: Video | None,
+) -> TrainResult:
+    return TrainResult(
+        task=plan.task,
+        library=plan.library.name,
+        run_dir=record.dir,
+        checkpoint=outcome.checkpoint,
+        seed=plan.seed,
+        num_envs=plan.num_envs,
+        iterations=outcome.iterations,
+        env_steps=env.env_steps,
+        episodes=env.episodes,
+        mean_return=env.mean_return(),
+        steps_per_s=env.env_steps / wall if wall > 0 else 0.0,
+        wall_time_s=wall,
+        videos=video.files() if video else (),
+        status=status,
+    )
+
+
+def _record_failure(record: runs.RunRecord, error: BaseException) -> None:
+    """Mark the run with the status `error` leaves, after committing the checkpoints saved before it; a failure
+    to write either is added to `error` as a note, never raised in its place."""
+    status = _failure_status(error)
+    try:
+        with signals_held():
+            record.settle()  # the checkpoints saved before the error are in place and listed
+    except Exception as commit_error:
+        error.add_note(f"rlrun: a checkpoint could not be written: {commit_error!r}")
+    if isinstance(error, TrainingStopped):
+        error.run_dir, error.checkpoint = record.dir, _last_checkpoint(record)
+    try:
+        with signals_held():
+            record.finish(status, error=f"{type(error).__name__}: {error}")
+    except Exception as manifest_error:  # never mask the call's own exception
+        error.add_note(f"rlrun: could not mark the run {status}: {manifest_error!r}")
 
 
 def _failure_status(error: BaseException) -> str:

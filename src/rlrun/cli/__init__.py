@@ -70,13 +70,13 @@ def console() -> NoReturn:
 
 
 def _interrupt_latch(arguments: list[str]) -> Any:
-    """For the commands that train, `rlrun.api.iterations.LATCH` around the whole call, so that a Ctrl-C that
+    """For the commands that train, `rlrun.api.signals.LATCH` around the whole call, so that a Ctrl-C that
     Python drops in a finalizer while the command plans or imports is not lost; the others import nothing."""
     import contextlib
 
     if not arguments or arguments[0] not in ("train", "bench", "tune"):
         return contextlib.nullcontext()
-    from rlrun.api.iterations import LATCH
+    from rlrun.api.signals import LATCH
 
     return LATCH.installed()
 
@@ -104,8 +104,11 @@ def _main(arguments: list[str], stderr: Any) -> int:
                 return commands.tune(call, args)
             if args.command == "list":
                 call.import_modules(
-                    ("gymnasium", "rlrun.envs", "rlrun.envs.plugins", "rich.console", "rich.markup", "rich.table")
+                    ("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table")
                 )
+                from rlrun.envs.tasks import load_task_plugins
+
+                load_task_plugins(call.import_modules)
                 return commands.listing(args)
             return commands.run_request(call, args, arguments)
     except UserError as error:

@@ -41,8 +41,8 @@ def run_request(call: Any, args: argparse.Namespace, arguments: list[str]) -> in
 
 
 def bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
-    from rlrun import api, progress
-    from rlrun.api.bench_request import SPEC_KEYS, BenchRequest, load_spec
+    from rlrun import progress
+    from rlrun.benching import SPEC_KEYS, BenchRequest, bench_in_call, load_spec
 
     given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
     given["overrides"] = tuple(args.overrides) or None
@@ -58,7 +58,7 @@ def bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     def board(cells: list[tuple[str, str]]) -> Any:
         return progress.BenchBoard(cells, sys.stderr)
 
-    result = api.bench_in_call(call, request, None if args.json else board)
+    result = bench_in_call(call, request, None if args.json else board)
     if args.json:
         for row in result.rows:
             print(json.dumps(row, sort_keys=True))
@@ -72,8 +72,7 @@ def bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
 
 
 def tune(call: Any, args: argparse.Namespace) -> int:
-    from rlrun import api
-    from rlrun.api.tune import SPEC_KEYS, TuneRequest, load_spec
+    from rlrun.tuning import SPEC_KEYS, TuneRequest, load_spec, tune_in_call
 
     given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
     given["overrides"] = tuple(args.overrides) or None
@@ -83,7 +82,7 @@ def tune(call: Any, args: argparse.Namespace) -> int:
         if "task" not in given:
             raise InvalidArgument("rlrun tune needs a spec file with a search_space (see 'rlrun tune --help').")
         request = TuneRequest(**{key: value for key, value in given.items() if value is not None})
-    result = api.tune_in_call(call, request, echo=not args.json)
+    result = tune_in_call(call, request, echo=not args.json)
     if args.json:
         print(json_text(result))
         return 0
@@ -146,19 +145,19 @@ def listing(args: argparse.Namespace) -> int:
     if args.what in ("tasks", "all"):
         import gymnasium
 
-        from rlrun.envs import NATIVE_TASKS, plugins
+        from rlrun.envs import NATIVE_TASKS, tasks
 
         table = Table(title="tasks (rlrun's batched torch tasks; any Gymnasium id works too)", title_justify="left")
         for column in ("task", "package", "default library", "time limit"):
             table.add_column(column)
         for task in NATIVE_TASKS.values():
-            table.add_row(task.id, escape(plugins.provider(task)), task.default_library, str(task.max_episode_steps))
+            table.add_row(task.id, escape(tasks.provider(task)), task.default_library, str(task.max_episode_steps))
         if args.gymnasium:
             for task_id, spec in sorted(gymnasium.registry.items()):
                 if task_id not in NATIVE_TASKS:
                     table.add_row(task_id, "", "(by action space)", str(spec.max_episode_steps or "-"))
         console.print(table)
-        for name, reason in plugins.BROKEN.items():
+        for name, reason in tasks.BROKEN.items():
             console.print(escape(f"task plugin {name} left out: {reason}"), soft_wrap=True)
         if not args.gymnasium:
             console.print(

@@ -165,7 +165,7 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         for flag, text in CLI_ONLY_FLAGS:
             sub.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
 
-    from rlrun.api.bench import BenchRequest
+    from rlrun.benching import BenchRequest
 
     _spec_command(
         commands,
@@ -179,7 +179,7 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         spec_help="a YAML bench spec (optional)",
         help_texts=help_texts,
     )
-    from rlrun.api.tune import TuneRequest
+    from rlrun.tuning import TuneRequest
 
     _spec_command(
         commands,

@@ -35,7 +35,7 @@ ALGORITHMS = ("ppo", "a2c", "sac", "td3")
 """The sb3 algorithms rlrun runs that RL Zoo tunes (`hyperparams/<algorithm>.yml`)."""
 SB3_DEFAULTS = {"ppo": {"n_steps": 2048}, "sac": {"learning_starts": 100}, "td3": {"learning_starts": 100}}
 """SB3's own defaults where rlrun's default configuration differs from them (RL Zoo's entries leave out the
-keys whose SB3 default they keep; `tests/test_zoo.py` checks this table against SB3's signatures)."""
+keys whose SB3 default they keep; `tests/configs/test_zoo.py` checks this table against SB3's signatures)."""
 NOT_APPLIED = {
     "frame_stack": "frame stacking (a VecFrameStack wrapper)",
     "env_wrapper": "Gymnasium wrappers around each env",
@@ -78,7 +78,7 @@ def entry(algorithm: str, task: str) -> tuple[Path, dict[str, Any]] | None:
     """RL Zoo's tuned entry for `task` (an exact Gymnasium id) and the file it is in, or None."""
     import copy
 
-    from rlrun.configs import parsed_yaml
+    from rlrun.configs.loading import parsed_yaml
 
     path = hyperparams_file(algorithm)
     if path is None:

@@ -6,14 +6,25 @@ satisfies the same contract: a Gymnasium `VectorEnv` in SAME_STEP autoreset mode
 step take and return torch tensors on its `device`.
 
 Tasks come from three places: rlrun's own (`BUILTIN_TASKS`), installed packages' `rlrun.tasks` entry
-points (`rlrun.envs.plugins`), and any module named in Gymnasium's own `module:id` form
-(`my_package.envs:MyTask-v0`), which is imported so that its registrations run, as `gymnasium.make` does.
+points, and any module named in Gymnasium's own `module:id` form (`my_package.envs:MyTask-v0`), which is
+imported so that its registrations run, as `gymnasium.make` does.
+
+A package adds native tasks by naming, in its metadata, a `NativeTask` record or a tuple or list of them:
+
+    [project.entry-points."rlrun.tasks"]
+    point_mass = "my_package.tasks:POINT_MASS"
+
+The records are data, like `BUILTIN_TASKS`: the module that holds them should import no torch. The group is
+read once per process, on first need (a task resolved or listed, or a call's import phase), never at
+`import rlrun`. A plugin that fails to load (its module does not import, its value is not a record, its id is
+taken) is left out and named in `BROKEN` with the reason, for `rlrun list` and the unknown-task message.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -230,9 +241,7 @@ def _import_each(modules: Iterable[str]) -> None:
 def _find_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _import_each) -> EnvSpec:
     """Return the Gymnasium spec of `task` (an id, or `module:id` after importing the module with
     `import_modules`), or raise `UnknownTask` naming the nearest registered id."""
-    from rlrun.envs.plugins import BROKEN, load_task_plugins
-
-    load_task_plugins()
+    load_task_plugins(import_modules)
     module, task = task_module(task)
     if module is not None:
         with _module_errors(module, task):
@@ -251,6 +260,66 @@ def _find_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _imp
             + (f" Task plugins that failed to load: {broken}." if broken else "")
         )
     return spec
+
+
+GROUP = "rlrun.tasks"
+
+PROVIDERS: dict[str, str] = {}
+"""Task id -> the distribution (package) whose entry point registered it."""
+
+BROKEN: dict[str, str] = {}
+"""'<entry point> (<distribution>)' -> why it was left out, one line."""
+
+_loaded = False
+
+
+def load_task_plugins(
+    import_modules: Callable[[Iterable[str]], None] = _import_each, *, reload: bool = False
+) -> None:
+    """Register the tasks of every `rlrun.tasks` entry point (once per process; `reload` forgets the tasks
+    registered before and reads the group again, for packages installed since). Each entry point's module is
+    imported with `import_modules` (a call passes its `Call.import_modules`: the imports are import effects)."""
+    global _loaded
+    if _loaded and not reload:
+        return
+    if reload:
+        for task_id in PROVIDERS:
+            forget(task_id)
+        PROVIDERS.clear()
+        BROKEN.clear()
+        importlib.invalidate_caches()  # includes importlib.metadata's cached path listings
+    _loaded = True
+    for entry_point in importlib.metadata.entry_points(group=GROUP):
+        distribution = entry_point.dist.name if entry_point.dist is not None else "unknown"
+        try:
+            import_modules([entry_point.module])
+            tasks = _records(entry_point.load(), entry_point.value)
+            for task in tasks:
+                if task.id in NATIVE_TASKS and PROVIDERS.get(task.id) != distribution:
+                    raise ValueError(f"its task {task.id!r} is already registered")
+            for task in tasks:
+                register(task)
+                PROVIDERS[task.id] = distribution
+        except Exception as error:  # a broken plugin must not take the others (or rlrun) down
+            BROKEN[f"{entry_point.name} ({distribution})"] = " ".join(f"{type(error).__name__}: {error}".split())
+
+
+def _records(value: Any, where: str) -> list[NativeTask]:
+    """The NativeTask records an entry point names: one record, or a tuple or list of them."""
+    records = [value] if isinstance(value, NativeTask) else value
+    if isinstance(records, Iterable) and not isinstance(records, str | bytes | dict):
+        records = list(records)
+        if records and all(isinstance(record, NativeTask) for record in records):
+            return records
+    raise TypeError(f"{where} is {type(value).__name__}, not a rlrun.envs.NativeTask or a tuple of them")
+
+
+def provider(task: NativeTask) -> str:
+    """The package a native task comes from: `rlrun`, the plugin's distribution, or else the top-level module
+    of its env class (a task registered by code with `rlrun.envs.register`)."""
+    if task.id in PROVIDERS:
+        return PROVIDERS[task.id]
+    return task.vector_entry_point.partition(":")[0].partition(".")[0]
 
 
 @contextlib.contextmanager

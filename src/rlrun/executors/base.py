@@ -1,7 +1,7 @@
 """Where cells run: one interface for running a picklable function over many items.
 
 An executor runs `function(item)` for every item and yields each outcome as it finishes, in
-completion order. It knows nothing of RL: the bench and the tuner hand it `rlrun.api.cells.run_cell`
+completion order. It knows nothing of RL: the bench and the tuner hand it `rlrun.benching.cell.run_cell`
 and the cells (or trials) to run, and the same rows come back whichever executor ran them.
 
 - `inline`: in this process, one after another (each cell a hermetic call);

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from rlrun import configs
 
 if TYPE_CHECKING:
-    from rlrun.libraries import Library, LibraryTable
+    from rlrun.libraries.table import Library, LibraryTable
 
 GROUP = "rlrun.libraries"
 
@@ -68,7 +68,7 @@ def load_library_plugins(table: LibraryTable, *, reload: bool = False) -> None:
 
 def _checked_row(table: LibraryTable, row: object, name: str, where: str) -> Library:
     """`row` if it is a sound row named `name` whose adapter is whole, else an exception saying what is wrong."""
-    from rlrun.libraries import Library, load_adapter
+    from rlrun.libraries.table import Library, load_adapter
 
     if not isinstance(row, Library):
         raise TypeError(f"is {type(row).__name__}, not a rlrun.libraries.Library row")

@@ -18,16 +18,14 @@ adapter does on top:
   (`nn/last_<name>_ep_<epoch>_rew_<return>.pth`, and `nn/<name>.pth` for its best so far); a training
   stopped early is saved under the first name as of its last finished epoch.
 
-rl_games' checkpoints hold NumPy scalars, so rlrun reads them with `torch.load(weights_only=True)`
-allowing those NumPy types only, and refuses files that do not pass before rl_games' own loader
-(`weights_only=False`) sees them.
+The parts: rl_games' `params` and their checks (`rlrun.libraries.rl_games_config`), the env
+(`rl_games_env`), reading checkpoints safely (`rl_games_checkpoints`) and the exported policy module
+(`rl_games_export`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
 import operator
 import os
 import sys
@@ -36,17 +34,18 @@ from typing import Any
 
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Guard, module_loaded, register, torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
+from rlrun.libraries.rl_games_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
+from rlrun.libraries.rl_games_checkpoints import checkpoint_path, read_checkpoint
+from rlrun.libraries.rl_games_config import env_steps_per_iteration as env_steps_per_iteration  # the adapter's member
+from rlrun.libraries.rl_games_config import runner_params
+from rlrun.libraries.rl_games_env import RlGamesVecEnv
+from rlrun.libraries.rl_games_export import export_class
 
 IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
 ALGORITHMS = {"ppo": ("Box", "Discrete")}
 DEFAULT_ALGORITHM = "ppo"
 LOGGERS: tuple[str, ...] = ()
-AGENTS = {"Discrete": ("a2c_discrete", "discrete_a2c"), "Box": ("a2c_continuous", "continuous_a2c_logstd")}
-"""Action space class -> the rl_games agent (`algo.name`) and model (`model.name`) that `auto` stands for."""
-SPACE_KEYS = {"Discrete": "discrete", "Box": "continuous"}
-"""Action space class -> the `network.space` entry rl_games builds its policy head from."""
-CHECKPOINT_KEYS = ("model", "epoch", "optimizer")
 
 # --- rl_games' global registries ----------------------------------------------------------------------------
 
@@ -93,139 +92,7 @@ register(
     )
 )
 
-# --- the adapter surface ------------------------------------------------------------------------------------
-
-
-def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
-    """One epoch of rl_games (`max_epochs` counts them) is `horizon_length` steps of every env.
-
-    rlrun calls this before a run starts, so it also checks that the minibatches split that batch
-    evenly, which rl_games would only find once it had built the agent.
-    """
-    settings = config["params"]["config"]
-    batch = int(settings["horizon_length"]) * num_envs
-    if "minibatch_size" in settings or "minibatch_size_per_env" in settings:
-        minibatch = int(settings.get("minibatch_size", num_envs * int(settings.get("minibatch_size_per_env", 0))))
-        if minibatch <= 0 or batch % minibatch:
-            fitting = max(size for size in range(1, min(max(minibatch, 1), batch) + 1) if batch % size == 0)
-            raise InvalidArgument(
-                f"agent.params.config.minibatch_size {minibatch} does not split one epoch's batch of "
-                f"{batch} steps (horizon_length x num_envs); pass agent.params.config.minibatch_size={fitting} "
-                "or more --num_envs."
-            )
-        if config["params"].get("network", {}).get("rnn"):
-            _check_sequences(settings, minibatch)
-    return batch
-
-
-def _check_sequences(settings: dict[str, Any], minibatch: int) -> None:
-    """A recurrent network learns from sequences of `seq_length` steps (rl_games' default 4): they must tile
-    the rollout and the minibatches, which rl_games checks only once it has built the agent."""
-    length = settings.get("seq_length", 4)
-    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
-        raise InvalidArgument(f"agent.params.config.seq_length {length!r} must be a positive integer, e.g. 4.")
-    for key, value in (("horizon_length", int(settings["horizon_length"])), ("minibatch_size", minibatch)):
-        if value % length:
-            raise InvalidArgument(
-                f"agent.params.config.{key} {value} is not a multiple of the recurrent network's seq_length "
-                f"{length}; pass agent.params.config.seq_length={math.gcd(value, length)} or change {key}."
-            )
-
-
-def _numpy_globals() -> list[Any]:
-    """What rl_games' checkpoints pickle besides tensors: NumPy scalars (its mean return) and their dtypes."""
-    import numpy
-
-    scalar = numpy._core.multiarray.scalar if hasattr(numpy, "_core") else numpy.core.multiarray.scalar
-    dtypes = [getattr(numpy.dtypes, name) for name in numpy.dtypes.__all__]
-    # Files written under NumPy 1.x name the scalar constructor `numpy.core...`, under 2.x `numpy._core...`.
-    return [(scalar, "numpy.core.multiarray.scalar"), (scalar, "numpy._core.multiarray.scalar"), numpy.dtype, *dtypes]
-
-
-def _read_checkpoint(path: Path) -> dict[str, Any]:
-    """Load an rl_games checkpoint with `weights_only=True`, allowing the NumPy scalars rl_games stores."""
-    import torch
-
-    try:
-        with torch.serialization.safe_globals(_numpy_globals()):
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise unreadable(path, "an rl_games checkpoint", error) from error
-    require_keys(path, state, CHECKPOINT_KEYS, "an rl_games agent checkpoint")
-    return state
-
-
-def check_checkpoint(path: Path) -> None:
-    """Read the file with `weights_only=True` and check it holds an rl_games agent's state."""
-    _read_checkpoint(path)
-
-
-class RlGamesVecEnv:
-    """rl_games' `IVecEnv` over rlrun's torch vector env (SAME_STEP autoreset), tensors in and out.
-
-    `dones` are uint8 as rl_games keeps them; `infos["time_outs"]` marks truncations that were not
-    terminations, so rl_games bootstraps their value. The first reset seeds the env.
-    """
-
-    def __init__(self, env: Any, seed: int | None) -> None:
-        self.env = env
-        self._seed = seed
-
-    def get_env_info(self) -> dict[str, Any]:
-        return {
-            "action_space": self.env.single_action_space,
-            "observation_space": self.env.single_observation_space,
-            "agents": 1,
-            "value_size": 1,
-        }
-
-    def reset(self) -> Any:
-        observations, _ = self.env.reset(seed=self._seed)
-        self._seed = None
-        return observations
-
-    def step(self, actions: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
-        import torch
-
-        observations, rewards, terminated, truncated, _ = self.env.step(actions)
-        dones = (terminated | truncated).to(torch.uint8)
-        return observations, rewards, dones, {"time_outs": truncated & ~terminated}
-
-    def set_train_info(self, env_frames: int, *args: Any, **kwargs: Any) -> None:
-        """rl_games reports training progress here (for curricula); rlrun's envs have none."""
-
-    def get_env_state(self) -> None:
-        return None
-
-    def set_env_state(self, env_state: Any) -> None:
-        """rlrun's envs keep no state across checkpoints."""
-
-
-def _params(config: dict[str, Any], vec_env: RlGamesVecEnv, num_envs: int, device: str) -> dict[str, Any]:
-    """rl_games' `params` for this env: `auto` agent and model resolved, the env and device filled in."""
-    params = config["params"]
-    space = type(vec_env.env.single_action_space).__name__
-    agent, model = AGENTS[space]
-    if params["algo"]["name"] == "auto":
-        params["algo"]["name"] = agent
-    if params["model"]["name"] == "auto":
-        params["model"]["name"] = model
-    if params["algo"]["name"] != agent:
-        raise InvalidArgument(
-            f"agent.params.algo.name {params['algo']['name']!r} is not rl_games' PPO agent for {space} actions "
-            f"({agent}); pass agent.params.algo.name=auto or {agent}."
-        )
-    heads = params["network"].get("space", {})
-    params["network"]["space"] = {key: value for key, value in heads.items() if key == SPACE_KEYS[space]}
-    params["config"].update(
-        env_name="rlrun",
-        env_info=vec_env.get_env_info(),
-        vec_env=vec_env,
-        num_actors=num_envs,
-        device=device,
-        device_name=device,
-    )
-    return params
+# --- training -----------------------------------------------------------------------------------------------
 
 
 def _seed_globals(seed: int) -> None:
@@ -299,8 +166,8 @@ def train(job: TrainJob) -> TrainOutcome:
         deterministic=job.deterministic,
         benchmark=not job.deterministic,
     )
-    params = _params(job.config, RlGamesVecEnv(job.env, job.seed), job.env.num_envs, job.device)
-    start = int(_read_checkpoint(job.resume_from)["epoch"]) if job.resume_from is not None else 0
+    params = runner_params(job.config, RlGamesVecEnv(job.env, job.seed), job.env.num_envs, job.device)
+    start = int(read_checkpoint(job.resume_from)["epoch"]) if job.resume_from is not None else 0
     params["seed"] = job.seed
     params["config"].update(
         train_dir=str(job.run_dir.parent), full_experiment_name=job.run_dir.name, max_epochs=start + job.max_iterations
@@ -317,7 +184,7 @@ def train(job: TrainJob) -> TrainOutcome:
             epoch = observer.epochs if observer.epochs is not None else start
             if agent is not None and 0 < epoch <= agent.epoch_num:  # trained, or restored from `start`
                 try:
-                    save(agent, _checkpoint_path(agent, epoch), epoch)
+                    save(agent, checkpoint_path(agent, epoch), epoch)
                 except BaseException as failure:  # a failed write or a second Ctrl-C: the stop goes on
                     stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
             raise
@@ -328,10 +195,7 @@ def train(job: TrainJob) -> TrainOutcome:
     return TrainOutcome(iterations=observer.agent.epoch_num, checkpoint=saved[-1] if saved else None)
 
 
-def _checkpoint_path(agent: Any, epoch: int) -> str:
-    """rl_games' name for a periodic checkpoint of `epoch` (`nn/last_<name>_ep_<epoch>_rew_<mean return>`)."""
-    rewards = agent.game_rewards.get_mean()[0] if agent.game_rewards.current_size > 0 else float("-inf")
-    return os.path.join(agent.nn_dir, f"last_{agent.config['name']}_ep_{epoch}_rew_{rewards}")
+# --- playing ------------------------------------------------------------------------------------------------
 
 
 def load_policy(job: PlayJob) -> Policy:
@@ -367,7 +231,7 @@ def _player(job: PlayJob) -> Any:
     from rl_games.algos_torch import players
 
     vec_env = RlGamesVecEnv(job.env, None)
-    params = _params(job.config, vec_env, job.env.num_envs, job.device)
+    params = runner_params(job.config, vec_env, job.env.num_envs, job.device)
     player_class = {"a2c_discrete": players.PpoPlayerDiscrete, "a2c_continuous": players.PpoPlayerContinuous}
     player = player_class[params["algo"]["name"]](params)
     player.restore(str(job.checkpoint))
@@ -386,32 +250,4 @@ def export_policy(job: PlayJob) -> Any:
         raise InvalidArgument(
             "rlrun cannot export recurrent rl_games policies yet; drop agent.params.network.rnn to export."
         )
-    return _export_class()(player)
-
-
-@functools.cache
-def _export_class() -> type:
-    import torch
-
-    class RlGamesDeterministicPolicy(torch.nn.Module):
-        """rl_games' `get_action(is_deterministic=True)` as a plain module."""
-
-        def __init__(self, player: Any) -> None:
-            super().__init__()
-            self.model = player.model
-            self.discrete = not hasattr(player, "actions_low")
-            self.clip = not self.discrete and bool(player.clip_actions)
-            if self.clip:
-                self.register_buffer("low", player.actions_low.detach().float().clone())
-                self.register_buffer("high", player.actions_high.detach().float().clone())
-
-        def forward(self, observations: Any) -> Any:
-            inputs = {"obs": self.model.norm_obs(observations), "rnn_states": None, "is_train": False}
-            head = self.model.a2c_network(inputs)[0]
-            if self.discrete:
-                return head.argmax(dim=-1)
-            if not self.clip:
-                return head
-            return torch.clamp(head, -1.0, 1.0) * (self.high - self.low) / 2.0 + (self.high + self.low) / 2.0
-
-    return RlGamesDeterministicPolicy
+    return export_class()(player)

@@ -1,17 +1,8 @@
 """SKRL (`skrl` 2.1.x) on PyTorch and on JAX: its own `Runner` on rlrun's torch vector envs.
 
-The agent configuration is SKRL's runner configuration (`models`, `memory`, `agent`, `trainer`, as in
-Isaac Lab's `skrl_*_cfg.yaml`); the algorithm is `agent.class`. rlrun fills in what belongs to the run:
-- `seed` (the call's seed, passed to SKRL's `set_seed`);
-- `trainer.timesteps`: `--max_iterations` times the timesteps of one iteration, which is `agent.rollouts`
-  for on-policy agents (PPO; Isaac Lab's mapping) and one timestep (one step of every env, then
-  `agent.gradient_steps` updates) for off-policy agents without rollouts (SAC);
-- `trainer.close_environment_at_exit: false` (SKRL would register one `atexit` hook per call holding
-  the env) and `agent.experiment.directory` / `experiment_name`, so that SKRL's experiment directory
-  is the run directory (never `./runs` in the cwd); checkpoints are always one file each
-  (`store_separately: false`).
-A Gaussian policy in a configuration (the generic `default.yaml`) becomes a categorical one with the
-same network on a Discrete action space.
+The agent configuration is SKRL's runner configuration; the algorithm is `agent.class`. What rlrun fills
+in for the run (seed, timesteps, experiment directory, a categorical policy for Discrete actions) is
+`rlrun.libraries.skrl_config`'s.
 
 What a call changes and how it is put back: `set_seed` (run by the `Runner`) writes `PYTHONHASHSEED`,
 cuDNN `benchmark`/`deterministic` and reseeds `random`, NumPy and torch (restored by rlrun's generic
@@ -22,17 +13,18 @@ writer, and tqdm (its progress bar) starts a monitor thread: both are closed in 
 compiles through JAX's persistent compilation cache in rlrun's cache folder, so that calls after the first
 on a machine load SKRL's executables instead of compiling them, and later calls in the same process take the
 executables the latest one loaded from memory (`rlrun.libraries.skrl_jax_cache`, which also guards the cache's
-globals).
+globals); at its end it lets go of what JAX's in-memory caches hold of its agent
+(`rlrun.libraries.skrl_jax_traces`).
 
 Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read before SKRL's loader sees them) are
-`rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s.
+`rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s; the exported
+policy module is `rlrun.libraries.skrl_export`'s.
 """
 
 from __future__ import annotations
 
 import functools
 import sys
-from pathlib import Path
 from typing import Any
 
 from rlrun.hermetic import attributes_guard, register, torch_backend_flags
@@ -40,8 +32,11 @@ from rlrun.hermetic.registry import Guard, module_loaded
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
 from rlrun.libraries.skrl_checkpoints import CheckpointWriter, check_framework_of, load_checkpoint
 from rlrun.libraries.skrl_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
+from rlrun.libraries.skrl_config import runner_config, timesteps_per_iteration
 from rlrun.libraries.skrl_env import wrap_env
+from rlrun.libraries.skrl_export import export_class
 from rlrun.libraries.skrl_jax_cache import use_persistent_cache
+from rlrun.libraries.skrl_jax_traces import forget_jax_traces, skrl_jitted_functions
 
 IMPORTS = {
     "torch": (
@@ -97,7 +92,7 @@ def _jax_config_values() -> dict[str, Any]:
 
 def _restore_jax_config(saved: dict[str, Any]) -> None:
     config = sys.modules["jax"].config
-    current = config.values  # rebuilt from every option on each read (133 in JAX 0.10): read it once
+    current = config.values  # rebuilt from every option on each read: read it once
     if current == saved:  # compared in C: the usual case, nothing changed
         return
     for name, value in saved.items():
@@ -118,50 +113,12 @@ register(
     )
 )
 
-# --- configuration ------------------------------------------------------------------------------------------
-
-
-def timesteps_per_iteration(config: dict[str, Any]) -> int:
-    """Vector-env steps in one `--max_iterations` unit: `agent.rollouts`, or 1 for agents without rollouts."""
-    return int(config.get("agent", {}).get("rollouts", 1))
+# --- the adapter surface ------------------------------------------------------------------------------------
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
+    """One iteration is `timesteps_per_iteration` steps of every env."""
     return timesteps_per_iteration(config) * num_envs
-
-
-def runner_config(
-    config: dict[str, Any], *, seed: int, timesteps: int, run_dir: Path, action_space: Any
-) -> dict[str, Any]:
-    """Fill in what belongs to the run (see the module docstring); `config` is consumed."""
-    config["seed"] = seed
-    config.setdefault("trainer", {}).update(timesteps=timesteps, close_environment_at_exit=False)
-    experiment = config.setdefault("agent", {}).setdefault("experiment", {}) or {}
-    experiment.update(directory=str(run_dir.parent), experiment_name=run_dir.name, store_separately=False)
-    config["agent"]["experiment"] = experiment
-    _categorical_policy_for_discrete_actions(config, action_space)
-    return config
-
-
-GAUSSIAN_ONLY = (
-    "clip_actions",
-    "clip_mean_actions",
-    "clip_log_std",
-    "min_log_std",
-    "max_log_std",
-    "reduction",
-    "initial_log_std",
-    "fixed_log_std",
-)
-"""Parameters of SKRL's `gaussian_model` that its `categorical_model` does not take."""
-
-
-def _categorical_policy_for_discrete_actions(config: dict[str, Any], action_space: Any) -> None:
-    policy = config.get("models", {}).get("policy")
-    discrete = type(action_space).__name__ == "Discrete"
-    if discrete and isinstance(policy, dict) and str(policy.get("class", "")).lower() == "gaussianmixin":
-        kept = {key: value for key, value in policy.items() if key not in GAUSSIAN_ONLY}
-        config["models"]["policy"] = {**kept, "class": "CategoricalMixin", "unnormalized_log_prob": True}
 
 
 # --- the runner -------------------------------------------------------------------------------------------
@@ -208,94 +165,6 @@ def _close(runner: Any, monitor: Any) -> None:
         tqdm.tqdm.monitor = monitor
 
 
-ARRAY_ONLY = frozenset(
-    {
-        "skrl.agents.jax.ddpg.ddpg._apply_exploration_noise",
-        "skrl.agents.jax.ppo.ppo._compute_gae",
-        "skrl.agents.jax.td3.td3._apply_exploration_noise",
-        "skrl.agents.jax.td3.td3._apply_smooth_regularization_noise",
-        "skrl.memories.jax.base._copyto",
-        "skrl.memories.jax.base._copyto_i",
-        "skrl.memories.jax.base._copyto_i_j",
-        "skrl.models.jax.base._unvectorize_leaves",
-        "skrl.models.jax.base._vectorize_leaves",
-        "skrl.models.jax.categorical._categorical",
-        "skrl.models.jax.categorical._entropy",
-        "skrl.models.jax.gaussian._entropy",
-        "skrl.models.jax.gaussian._gaussian",
-        "skrl.models.jax.multicategorical._categorical",
-        "skrl.models.jax.multicategorical._entropy",
-        "skrl.resources.preprocessors.jax.running_standard_scaler._copyto",
-        "skrl.resources.preprocessors.jax.running_standard_scaler._inverse",
-        "skrl.resources.preprocessors.jax.running_standard_scaler._parallel_variance",
-        "skrl.resources.preprocessors.jax.running_standard_scaler._standardization",
-    }
-)
-"""SKRL's jitted functions whose arguments are arrays, plain numbers and flags only (read in SKRL 2.x's
-source): their compiled entries are keyed on shapes, dtypes and those values and hold none of a call's
-objects, so they stay compiled across calls, as the caller's own jitted functions do (bounded: one entry
-per shape and flag). Every other SKRL function that gains entries in a call is cleared at its end: those
-that take a model's `act` or `apply`, an optax transformation or a state dict (whose tree carries the
-model's `apply`), and any this list does not name, such as one a new SKRL version adds."""
-
-
-def _skrl_jitted_functions() -> dict[int, tuple[Any, int]]:
-    """SKRL's module-level jitted functions that may hold a call's objects (not in `ARRAY_ONLY`), by id, with
-    the number of compiled entries each holds now."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "skrl" or name.startswith("skrl.")):
-            continue
-        for value in list(vars(module).values()):
-            if type(value).__name__ == "PjitFunction" and hasattr(value, "clear_cache"):
-                function = getattr(value, "_fun", None)  # the jitted Python function, where it was defined
-                if f"{getattr(function, '__module__', '')}.{getattr(function, '__qualname__', '')}" in ARRAY_ONLY:
-                    continue
-                size = getattr(value, "_cache_size", None)
-                found[id(value)] = (value, size() if callable(size) else -1)
-    return found
-
-
-def _forget_jax_traces(before: dict[int, tuple[Any, int]]) -> None:
-    """Make JAX's caches let go of this call's agent; `before` is `_skrl_jitted_functions()` from the start.
-
-    SKRL's JAX agents jit module-level functions with the call's own objects as static arguments
-    (`_update_policy(policy_act=policy.act)`, `_update_value(value_act=...)`, the Adam step's optax
-    `transformation`). JAX keys its caches on static arguments and holds them strongly, so every call's
-    models, optimizer state and compiled executables stayed alive: +22-35 MB and about 6,000-9,000 objects
-    per call. Evicted here, what the call added: for every SKRL function that gained compiled entries in the
-    call, except those of `ARRAY_ONLY`, its executables (`_clear_cache`), its traced jaxprs and its entries
-    in pjit's parameter-inference cache (both caches are keyed weakly on the function, and evicted for it
-    alone); then two memos of `jax._src.pjit` whose keys carry the argument tree
-    (`_process_in_axis_resources`, `_check_and_canonicalize_out_shardings`) are emptied. The caller's own
-    jitted functions, and SKRL's array-only ones, keep their executables and inferred parameters: clearing
-    and tracing those again cost a PPO call about 0.1 s and more (GAE's executable alone took 60 ms to
-    release). JAX's public `clear_cache()` on a function would also empty the inference cache of every
-    function, the caller's included. Releasing what the call compiled takes about 20 ms (its executables are
-    freed with their jaxprs).
-    Where a JAX version lacks these names, `jax.clear_caches()` is used instead: correct, but every jitted
-    function then compiles again on its next call. Never raises (it runs in `finally`).
-    """
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return
-    try:
-        from jax._src import pjit
-        from jax._src.interpreters import partial_eval
-
-        memos = (pjit._process_in_axis_resources, pjit._check_and_canonicalize_out_shardings)
-        caches = (partial_eval.trace_to_jaxpr, pjit._infer_params_cached)  # weakly keyed on the function
-        for key, (function, size) in _skrl_jitted_functions().items():
-            if size < 0 or size > before.get(key, (None, 0))[1]:
-                function._clear_cache()
-                for cache in caches:
-                    cache.evict_weakref(function._fun)
-        for memo in memos:
-            memo.cache_clear()
-    except Exception:  # JAX's internals moved: clear everything rather than keep every call's agent
-        jax.clear_caches()
-
-
 def train(job: TrainJob) -> TrainOutcome:
     """Run SKRL's `Runner` for `job.max_iterations` iterations, checkpointing through rlrun's writer."""
     import tqdm
@@ -309,7 +178,7 @@ def train(job: TrainJob) -> TrainOutcome:
         job.config, seed=job.seed, timesteps=timesteps, run_dir=job.run_dir, action_space=env.action_space
     )
     monitor = tqdm.tqdm.monitor
-    jitted = _skrl_jitted_functions() if job.ml_framework == "jax" else None
+    jitted = skrl_jitted_functions() if job.ml_framework == "jax" else None
     runner = None
     try:
         runner = make_runner(env, config, job.ml_framework)
@@ -338,7 +207,7 @@ def train(job: TrainJob) -> TrainOutcome:
     finally:
         _close(runner, monitor)
         if jitted is not None:
-            _forget_jax_traces(jitted)
+            forget_jax_traces(jitted)
     return TrainOutcome(iterations=job.resume_iteration + job.max_iterations, checkpoint=checkpoints.saved[-1])
 
 
@@ -405,34 +274,4 @@ def export_policy(job: PlayJob) -> Any:
     action (clipped where the model clips its mean) or, for Discrete actions, the most likely one. rlrun asks
     for PyTorch agents only (its export refuses JAX ones while planning)."""
     agent, _ = _agent(job)
-    return _export_class()(agent, type(job.env.single_action_space).__name__ == "Discrete").to("cpu")
-
-
-@functools.cache
-def _export_class() -> type:
-    import torch
-
-    class SkrlDeterministicPolicy(torch.nn.Module):
-        """SKRL's `act` without sampling: what rlrun's `play` does with the agent by default."""
-
-        def __init__(self, agent: Any, discrete: bool) -> None:
-            super().__init__()
-            preprocessor = agent._observation_preprocessor
-            self.preprocessor = preprocessor if isinstance(preprocessor, torch.nn.Module) else None
-            self.policy = agent.policy
-            self.discrete = discrete
-            self.clip = not discrete and bool(getattr(agent.policy, "_g_clip_mean_actions", False))
-            if self.clip:
-                self.register_buffer("low", torch.as_tensor(agent.policy._g_min_actions).float())
-                self.register_buffer("high", torch.as_tensor(agent.policy._g_max_actions).float())
-
-        def forward(self, observations: Any) -> Any:
-            observations = observations.reshape(observations.shape[0], -1)
-            if self.preprocessor is not None:
-                observations = self.preprocessor(observations)
-            output, _ = self.policy.compute({"observations": observations, "states": None}, role="policy")
-            if self.discrete:
-                return output.argmax(dim=-1)
-            return torch.clamp(output, self.low, self.high) if self.clip else output
-
-    return SkrlDeterministicPolicy
+    return export_class()(agent, type(job.env.single_action_space).__name__ == "Discrete").to("cpu")

@@ -2,17 +2,15 @@
 
 SKRL's JAX agents jit functions whose static arguments are the call's own models (`policy.act`, the
 optax transformation, each model's `apply`), so every call misses JAX's in-memory caches and compiles
-some 30 XLA executables again: about 6 s of an 8 s call at the bench's default cell on two cores (and
-`rlrun.libraries.skrl` evicts them at the end of each call, so memory stays flat). The programs are the
-same from call to call, and so are their HLO modules, which key JAX's on-disk cache: with it, a second
-call loads its executables from disk (about 20 ms each) instead of compiling them (about 200 ms each),
-and so does a fresh process after the first one on the machine.
+its XLA executables again, which is most of a short call's time (and `rlrun.libraries.skrl_jax_traces`
+evicts them at the end of each call, so memory stays flat). The programs are the same from call to call,
+and so are their HLO modules, which key JAX's on-disk cache: with it, a second call loads its executables
+from disk, much faster than compiling them, and so does a fresh process after the first one on the machine.
 
 - **Where:** `<rlrun's cache root>/jax` (`$RLRUN_CACHE_DIR`, else `$XDG_CACHE_HOME/rlrun`, else
-  `~/.cache/rlrun`, as for `rlrun.envs.kernels`), one file per executable, about 1 MB per agent
-  configuration and batch shape. JAX keys entries on the HLO, the compile options, the device and JAX's
-  version, so a stale entry is never loaded; delete the folder to reclaim the space. Every executable is
-  written, however small or quick to compile (the thresholds are 0).
+  `~/.cache/rlrun`, as for `rlrun.envs.kernels`), one file per executable. JAX keys entries on the HLO, the
+  compile options, the device and JAX's version, so a stale entry is never loaded; delete the folder to
+  reclaim the space. Every executable is written, however small or quick to compile (the thresholds are 0).
 - **When:** inside each SKRL-on-JAX call, unless the caller switched JAX's compilation cache off
   (`jax_enable_compilation_cache`, `JAX_ENABLE_COMPILATION_CACHE=false`): then nothing is cached.
 - **What it changes, and how it is put back:** three `jax.config` values (the adapter's guard of every
@@ -21,14 +19,14 @@ and so does a fresh process after the first one on the machine.
   cache of their own gets it back, with its object and flags, and one without finds none.
 
 **In memory, between calls of one process.** Loading an executable from the disk is a read and a
-deserialization, about 10 ms each and 140 ms a PPO call (14 reads) on two shared cores, paid by every
-call because every call traces anew. Within a call the cache's reads go through `_read_kept`, which keeps each
-executable it loaded by its cache key (JAX's key of the HLO, compile options, device and version), the
-backend and the devices. A later call that asks for the same key gets the same executable, without a read.
+deserialization, paid by every call because every call traces anew. Within a call the cache's reads go
+through `_read_kept`, which keeps each executable it loaded by its cache key (JAX's key of the HLO, compile
+options, device and version), the backend and the devices. A later call that asks for the same key gets the
+same executable, without a read.
 - **How much stays:** the executables the latest SKRL-on-JAX call used, and no more: when the call ends (the
   guard of `compiler._cache_read` puts the caller's function back), those it did not use are let go. An XLA
   executable holds no Python object of the call (no model, no optimizer state), so the agent is still freed.
-  A PPO agent's 12 executables on the CPU are 0.2 MB on the disk; `forget_kept_executables()` lets them all go.
+  `forget_kept_executables()` lets them all go.
 - **Why it is safe:** the key is the persistent cache's own, so an executable is reused exactly where JAX
   would have loaded the same bytes from the disk. An XLA executable keeps no state from one run to the next
   (each run gets its own buffers), so the jitted functions of two calls can run the same one.

@@ -27,20 +27,23 @@ state, the iteration and optimisation-step counters. `--resume` continues all of
 is not saved and refills from the resumed policy.
 
 The agent (networks, loss module, optimiser, checkpoint contents) is `rlrun.libraries.torchrl_agent`'s;
-the env as TorchRL sees it is `rlrun.libraries.torchrl_env`'s.
+the env as TorchRL sees it is `rlrun.libraries.torchrl_env`'s; the configuration's checks are
+`rlrun.libraries.torchrl_config`'s, the trainer `rlrun.libraries.torchrl_trainer`'s and the exported policy
+module `rlrun.libraries.torchrl_export`'s.
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import InvalidArgument
 from rlrun.hermetic import MISSING, Guard, module_loaded, register, torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
-from rlrun.libraries.torchrl_agent import Agent, activation_class, read_checkpoint
+from rlrun.libraries.torchrl_agent import Agent, read_checkpoint
+from rlrun.libraries.torchrl_config import env_steps_per_iteration as env_steps_per_iteration  # the adapter's member
+from rlrun.libraries.torchrl_export import export_class
+from rlrun.libraries.torchrl_trainer import make_trainer
 
 IMPORTS = {
     "torch": (
@@ -59,7 +62,6 @@ IMPORTS = {
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "sac": ("Box",)}
 DEFAULT_ALGORITHM = "ppo"
 LOGGERS: tuple[str, ...] = ("torchrl",)
-LR_SCHEDULES = ("constant", "linear")
 
 
 # --- guards: tensordict's and TorchRL's process-wide settings -------------------------------------------------
@@ -181,36 +183,6 @@ register(
 )
 
 
-# --- configuration -------------------------------------------------------------------------------------------
-
-
-def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
-    """One collector batch: `steps_per_env` steps of every env. Also checks the configuration (see
-    `check_config`), so that one the adapter cannot run is refused before anything changes."""
-    batch = int(config["steps_per_env"]) * num_envs
-    check_config(config, batch)
-    return batch
-
-
-def check_config(config: dict[str, Any], batch: int) -> None:
-    """Raise `InvalidArgument` for names the adapter cannot turn into objects and a minibatch that does not
-    split PPO's batch."""
-    for network in ("actor", "critic"):
-        activation = (config.get(network) or {}).get("activation", "Tanh")
-        activation_class(f"agent.{network}.activation", activation)
-    schedule = config.get("lr_schedule", "constant")
-    if schedule not in LR_SCHEDULES:
-        raise InvalidArgument(f"agent.lr_schedule {schedule!r} is not one of {', '.join(LR_SCHEDULES)}.")
-    if "minibatch_size" in config and "num_epochs" in config:  # PPO
-        minibatch = int(config["minibatch_size"])
-        if minibatch <= 0 or batch % minibatch:
-            fitting = max(size for size in range(1, min(max(minibatch, 1), batch) + 1) if batch % size == 0)
-            raise InvalidArgument(
-                f"agent.minibatch_size {minibatch} does not split one iteration's batch of {batch} steps "
-                f"(steps_per_env x num_envs); pass agent.minibatch_size={fitting} or more --num_envs."
-            )
-
-
 # --- checkpoints ----------------------------------------------------------------------------------------------
 
 
@@ -220,97 +192,6 @@ def check_checkpoint(path: Path) -> None:
 
 
 # --- training -------------------------------------------------------------------------------------------------
-
-
-def _trainer(job: TrainJob, env: Any, agent: Agent, first_iteration: int) -> Any:
-    """TorchRL's `PPOTrainer` or `SACTrainer` over a synchronous `Collector`, without Hydra."""
-    import torch
-    from torchrl.collectors import Collector
-    from torchrl.data import LazyTensorStorage, ReplayBuffer, RoundRobinWriter
-    from torchrl.data.replay_buffers import RandomSampler, SamplerWithoutReplacement
-    from torchrl.trainers import ReplayBufferTrainer
-    from torchrl.trainers.algorithms import PPOTrainer, SACTrainer
-
-    config = job.config
-    batch = env_steps_per_iteration(config, env.batch_size[0])
-    total = job.max_iterations * batch
-    ppo = job.algorithm == "ppo"
-    # SAC's warm-up in whole iterations (the collector warns about a part of one), minus what a parent run did.
-    warm_up = -(-int(config.get("learning_starts", 0)) // batch) if not ppo else 0
-    learning_starts = max(0, warm_up - first_iteration) * batch
-    collector = Collector(
-        env,
-        agent.actor,
-        frames_per_batch=batch,
-        total_frames=total,
-        init_random_frames=learning_starts or None,
-        device=job.device,
-        auto_register_policy_transforms=False,
-    )
-    common = {
-        "collector": collector,
-        "total_frames": total,
-        "frame_skip": 1,
-        "loss_module": agent.loss,
-        "optimizer": agent.optimizer,
-        "logger": None,
-        "clip_grad_norm": True,
-        "clip_norm": float(config["max_grad_norm"]) if config.get("max_grad_norm") is not None else None,
-        "progress_bar": False,
-        "seed": None,
-        "save_trainer_file": None,
-        "enable_logging": False,
-        "auto_log_optim_steps": False,
-    }
-    # Replay buffers are built `compilable`: their storage's and writer's counters are then tensors and ints, not
-    # `multiprocessing.Value`s, whose locks are named semaphores that start multiprocessing's resource tracker
-    # (a child process and a pipe that outlive the call) and whose shared memory holds a file descriptor.
-    with warnings.catch_warnings():  # "PPOTrainer is an experimental/prototype feature", at every construction
-        warnings.filterwarnings("ignore", message=".*experimental/prototype feature", category=UserWarning)
-        if ppo:
-            minibatch = int(config["minibatch_size"])
-            buffer = ReplayBuffer(
-                storage=LazyTensorStorage(batch, device=job.device, compilable=True),
-                sampler=SamplerWithoutReplacement(),
-                writer=RoundRobinWriter(compilable=True),
-                batch_size=minibatch,
-            )
-            lr_scheduler = None
-            if config.get("lr_schedule", "constant") == "linear":  # to 0 at the last iteration; a resumed run
-                start, horizon = first_iteration, first_iteration + job.max_iterations  # goes on over the new total
-                lr_scheduler = torch.optim.lr_scheduler.LambdaLR(
-                    agent.optimizer, lambda step: max(0.0, 1.0 - (start + step) / horizon)
-                )
-            return PPOTrainer(
-                **common,
-                # Each epoch runs until the sampler has handed out every minibatch once. A fixed count would
-                # leave the sampler's iterator one step short of its StopIteration, and the next epoch would
-                # then end at its first step: every other epoch skipped (TorchRL 0.14's ReplayBufferTrainer).
-                optim_steps_per_batch=None,
-                num_epochs=int(config["num_epochs"]),
-                replay_buffer=buffer,
-                gamma=float(config.get("gamma", 0.99)),
-                lmbda=float(config.get("lmbda", 0.95)),
-                lr_scheduler=lr_scheduler,
-            )
-        from torchrl.objectives import SoftUpdate
-
-        trainer = SACTrainer(
-            **common,
-            optim_steps_per_batch=int(config.get("updates_per_iteration", 1)),
-            replay_buffer=None,  # registered below, so that warm-up batches are stored too
-            target_net_updater=SoftUpdate(agent.loss, tau=float(config.get("tau", 0.005))),
-        )
-    buffer = ReplayBuffer(
-        storage=LazyTensorStorage(int(config.get("buffer_size", 100_000)), device=job.device, compilable=True),
-        sampler=RandomSampler(),
-        writer=RoundRobinWriter(compilable=True),
-        batch_size=int(config.get("batch_size", 256)),
-    )
-    # TorchRL's standard hook: every collected batch goes into the buffer (SACTrainer's own registration
-    # extends it only in the update, so that the batches collected before `learning_starts` would be lost).
-    ReplayBufferTrainer(buffer, flatten_tensordicts=True, device=job.device).register(trainer)
-    return trainer
 
 
 def train(job: TrainJob) -> TrainOutcome:
@@ -332,7 +213,7 @@ def train(job: TrainJob) -> TrainOutcome:
         state = agent.load(job.resume_from, job.device, optimizer=True)
         iteration, optim_steps = int(state["iteration"]), int(state.get("optim_steps", 0))
     env = env_class()(job.env, seed=job.seed)
-    trainer = _trainer(job, env, agent, iteration)
+    trainer = make_trainer(job, env, agent, iteration)
     trainer._optim_count = optim_steps
     counter = {"iteration": iteration}
     saved: list[Path] = []
@@ -401,32 +282,4 @@ def export_policy(job: PlayJob) -> Any:
     """The deterministic actor as a plain module on the CPU: the MLP, then the Gaussian's mean (PPO), the
     tanh-Gaussian's mean scaled to the bounds (SAC) or the most likely category (Discrete)."""
     agent = _loaded_agent(job, "cpu")
-    return _export_class()(agent)
-
-
-def _export_class() -> type:
-    import torch
-
-    class TorchRLDeterministicPolicy(torch.nn.Module):
-        """Observations in, actions out, as the actor under `ExplorationType.DETERMINISTIC` computes them."""
-
-        def __init__(self, agent: Agent) -> None:
-            super().__init__()
-            self.mlp = agent.network()
-            self.discrete = agent.discrete
-            self.squashed = agent.algorithm == "sac"
-            self.actions = agent.actions
-            if not self.discrete:
-                self.register_buffer("low", agent.low.detach().cpu().clone())
-                self.register_buffer("high", agent.high.detach().cpu().clone())
-
-        def forward(self, observations: torch.Tensor) -> torch.Tensor:
-            output = self.mlp(observations)
-            if self.discrete:
-                return output.argmax(dim=-1)
-            if not self.squashed:
-                return output
-            loc = output[..., : self.actions]
-            return self.low + (torch.tanh(loc) + 1.0) * 0.5 * (self.high - self.low)
-
-    return TorchRLDeterministicPolicy
+    return export_class()(agent)

@@ -6,6 +6,7 @@
 Per task and run: final (and eval) return as IQM with a 95% stratified-bootstrap CI over seeds (rliable),
 median steps/s, time and env steps to the reward threshold, failures; learning curves against env steps
 and wall time with IQM and CI bands; a throughput chart; performance profiles with two or more tasks.
+A study's report is `rlrun.reports.tune`.
 
 Layers: imports `rlrun.errors` only, no torch and no RL library. NumPy, SciPy, rliable and matplotlib
 (the `bench` extra) are imported inside functions, so importing this package stays cheap. Figures are
@@ -13,11 +14,6 @@ drawn on `Figure` objects with their own Agg canvas: matplotlib's global backend
 NumPy's global random state, are left as the caller had them.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-from rlrun.errors import InvalidArgument
 from rlrun.reports.aggregate import (
     CurveBand,
     Estimate,
@@ -30,22 +26,11 @@ from rlrun.reports.aggregate import (
     performance_profile,
     summarize,
 )
+from rlrun.reports.bench import HEAVY_MODULES, PLOTS_DIR, REPORT_FILE, preload, results_path, write_report
 from rlrun.reports.results import RESULTS_FILE, CellResult, Curve, Results, read_curve, read_results
 
-REPORT_FILE = "report.md"
-PLOTS_DIR = "plots"
-HEAVY_MODULES = (
-    "numpy",
-    "scipy.stats",
-    "rliable.library",
-    "rliable.metrics",
-    "matplotlib.figure",
-    "matplotlib.backends.backend_agg",
-    "matplotlib.backends.backend_svg",
-    "rlrun.reports.fonts",
-)
-
 __all__ = [
+    "HEAVY_MODULES",
     "PLOTS_DIR",
     "REPORT_FILE",
     "RESULTS_FILE",
@@ -68,57 +53,3 @@ __all__ = [
     "summarize",
     "write_report",
 ]
-
-
-def preload() -> None:
-    """Import what a report needs (NumPy, SciPy, rliable with arch and statsmodels, matplotlib's Agg and SVG
-    backends) now, so that their import effects (statsmodels adds `warnings.filters` entries) happen here
-    and not inside a later `write_report`, for a caller that compares global state around that call."""
-    import importlib
-
-    for name in HEAVY_MODULES:
-        importlib.import_module(name)
-
-
-def results_path(out_dir: Path | str) -> Path:
-    """`<out_dir>/results.jsonl`; `InvalidArgument` (one line: the path and the fix) when it is not there."""
-    path = Path(out_dir) / RESULTS_FILE
-    try:
-        found = path.is_file()
-    except (OSError, ValueError) as error:  # a name too long for the filesystem, a NUL byte
-        raise InvalidArgument(
-            f"the folder {str(out_dir)[:80]!r} cannot be a path here ({error}); pass a bench's --out."
-        ) from None
-    if not found:
-        raise InvalidArgument(
-            f"no {RESULTS_FILE} in {str(out_dir)!r}: pass the --out folder of a bench (`rlrun bench ... --out "
-            f"{out_dir}` writes it)."
-        )
-    return path
-
-
-def write_report(out_dir: Path | str, *, reps: int = 10_000, curve_reps: int = 2_000, seed: int = 0) -> Path:
-    """Write `<out_dir>/report.md` and the figures in `<out_dir>/plots/` (PNG and SVG) from `results.jsonl`.
-
-    `reps`: bootstrap resamples for the final and eval return CIs; `curve_reps`: for learning-curve bands and
-    performance profiles; `seed`: the bootstrap's seed (the same seed gives the same intervals).
-    Returns the report's path. Raises `InvalidArgument` when `out_dir` holds no results.jsonl."""
-    from rlrun.reports import aggregate, markdown, plots
-
-    out_dir = Path(out_dir)
-    results = read_results(results_path(out_dir))
-    tasks = aggregate.summarize(results.cells, reps=reps, curve_reps=curve_reps, seed=seed)
-    profile = aggregate.performance_profile(results.cells, reps=curve_reps, seed=seed)
-    figures = plots.make_plots(tasks, profile)
-    plots_dir = out_dir / PLOTS_DIR
-    written = {path for figure in figures for path in plots.save_plot(figure, plots_dir)}
-    if plots_dir.is_dir():  # a previous report's figures that this one does not have (a task gone, ...)
-        for stale in plots_dir.iterdir():
-            if stale not in written and stale.is_file() and plots.is_report_figure(stale):
-                stale.unlink()
-    text = markdown.render(results, tasks, figures, profile, out_dir=out_dir, reps=reps, seed=seed)
-    report = out_dir / REPORT_FILE
-    partial = report.with_name(f".{REPORT_FILE}.tmp")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(report)
-    return report

@@ -1,0 +1,106 @@
+"""Ctrl-C and SIGTERM during a training: a first signal is a stop request at the next step, a second stops at
+once; a Ctrl-C that arrives before the training takes signals itself is kept until it is acted on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from rlrun.api.clock import IterationClock
+from rlrun.errors import TrainingStopped
+
+SIGNAL_REASONS = {"SIGINT": "interrupted", "SIGTERM": "terminated"}
+
+
+class InterruptLatch:
+    """A Ctrl-C before a training takes signals itself (planning, imports, a tuner's storage), kept until it
+    is acted on.
+
+    Python raises a signal's `KeyboardInterrupt` in whatever code runs when it arrives, a weakref callback or
+    a finalizer of the garbage collector included, and there it prints "Exception ignored" and drops it: a
+    Ctrl-C during a tune trial's first imports was lost once and the study ran to its end with exit status 0.
+    Within `installed()`, SIGINT still raises `KeyboardInterrupt` at once (as Python's own handler does) and
+    is also remembered: `stop_signals` turns a remembered one into a stop request as the training starts, and
+    `check` raises it again at a tuner's safe points. Only Python's default handler is replaced, only in the
+    main thread, and it comes back afterwards; a nested `installed()` shares the outer one's memory. Install
+    it outside a hermetic call (`rlrun.train`, the command line) or after its import phase (a tune worker):
+    the leak detector compares the handlers around the import phase too.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Any:
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        ):
+            yield
+            return
+        self.received = False
+        signal.signal(signal.SIGINT, self._handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.received = False
+
+    def _handler(self, number: int, frame: Any) -> None:
+        self.received = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.received:
+            raise KeyboardInterrupt
+
+
+LATCH = InterruptLatch()
+
+
+@contextlib.contextmanager
+def stop_signals(clock: IterationClock) -> Iterator[None]:
+    """Within the block, a first SIGINT or SIGTERM asks `clock` to stop (the library finishes its step and the
+    adapter saves a checkpoint); a second one stops at once while the library trains (`clock.interruptible`),
+    and is only noted elsewhere (the run's last manifest write). Only the main thread can take signals;
+    elsewhere this does nothing. The caller's handlers come back afterwards (the signal guard would restore
+    them too)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+    if LATCH.received:  # a Ctrl-C that Python dropped before this block (in a finalizer during the imports)
+        clock.request_stop(SIGNAL_REASONS["SIGINT"])
+
+    def handler(number: int, frame: Any) -> None:
+        reason = SIGNAL_REASONS[signal.Signals(number).name]
+        if clock.stop_reason is not None and clock.immediate:
+            raise TrainingStopped(reason)
+        clock.request_stop(reason)
+
+    for name in SIGNAL_REASONS:
+        number = getattr(signal, name)
+        previous[number] = signal.signal(number, handler)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block (a manifest's last write), then deliver them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, numbers)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -1,0 +1,158 @@
+"""`rlrun.tune`: a hyperparameter search with Optuna, every trial a hermetic training, on the bench's executors.
+
+    result = rlrun.tune(rlrun.TuneRequest(task="rlrun/CartPole-v1", library="sb3", env_steps=20_000, n_trials=12,
+                                          search_space={"agent.learning_rate": "loguniform(1e-5, 1e-2)"},
+                                          out="tune/cartpole"))
+    result.best_params, result.best_value, result.best_config   # <out>/best.yaml
+
+The whole study is planned first: the search space's keys and both ends of every distribution (every choice)
+go through the same planning as `rlrun.train`, so a key the library's configuration lacks, or a value it
+refuses, is one user error before any folder is made. The study lives in an Optuna RDB storage (SQLite
+`<out>/study.db` unless `storage` names another SQLAlchemy URL), so that running the same request again resumes
+it up to `n_trials` in total, several workers (`process`, `ray`) and several `rlrun tune` processes share it,
+and `optuna-dashboard <out>/study.db` shows it. The trials run in `rlrun.tuning.worker` (the worker's loop; see
+`rlrun.tuning.storage` for how trials are counted and how a dead process's trial is failed). At the end: `trials.csv`,
+`best.yaml` (the best trial's complete agent configuration), the plots and `report.md` (`rlrun.reports.tune`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from rlrun import runs
+from rlrun.api.planning import plan_train
+from rlrun.errors import InvalidArgument
+from rlrun.hermetic import Call, hermetic_call
+from rlrun.tuning.planning import TunePlan, plan_tune
+from rlrun.tuning.request import BEST_FILE, TuneRequest, TuneResult
+
+
+def tune(request: TuneRequest, *, check_leaks: bool | None = None, echo: bool = False) -> TuneResult:
+    """Run (or resume) a study; the process is left as it was found. `echo` prints a line per finished trial."""
+    with hermetic_call(check_leaks=check_leaks, name="rlrun.tune") as call:
+        return tune_in_call(call, request, echo)
+
+
+def tune_in_call(call: Call, request: TuneRequest, echo: bool = False) -> TuneResult:
+    """`tune` within an already open hermetic call (the CLI's)."""
+    plan = plan_tune(call, request, echo)
+    if plan.report:
+        from rlrun.reports.tune import HEAVY_MODULES
+
+        call.import_modules(HEAVY_MODULES)
+    if plan.executor == "ray":
+        call.import_modules(("ray",))
+    from rlrun.tuning import storage as studies
+
+    with call.guarded(), studies.quiet_optuna():
+        plan.out.mkdir(parents=True, exist_ok=True)
+        with studies.storage_lock(plan.worker.lock):  # a new database's tables are made by one process
+            storage = studies.open_storage(plan.storage, plan.worker.heartbeat_s, plan.worker.grace_s)
+        try:
+            study = _open_study(plan, storage)
+            rows = _execute(plan, study, storage)
+            return _finish(call, plan, study, rows)
+        finally:
+            studies.close_storage(storage)
+
+
+def _open_study(plan: TunePlan, storage: Any) -> Any:
+    """Create the study, or load it to resume; enqueue the first trials into a new one."""
+    import optuna
+
+    from rlrun.tuning import storage as studies
+    from rlrun.tuning import worker as tuning
+
+    with studies.storage_lock(plan.worker.lock):
+        study = optuna.create_study(
+            storage=storage,
+            study_name=plan.study,
+            direction=plan.direction,
+            load_if_exists=True,
+            sampler=studies.make_sampler(plan.worker.sampler, plan.worker.seed, plan.worker.startup_trials),
+            pruner=studies.make_pruner(plan.worker.pruner, plan.worker.startup_trials, tuning.total_steps(plan.worker)),
+        )
+        if len(study.directions) != 1 or study.direction.name.lower() != plan.direction:
+            raise InvalidArgument(
+                f"study {plan.study!r} in {plan.storage} was made to {study.direction.name.lower()}, not "
+                f"{plan.direction}; use that direction or another --study name."
+            )
+        if not study.get_trials(deepcopy=False):
+            for params in plan.enqueue:
+                study.enqueue_trial(params, skip_if_exists=False)
+        studies.reap(study, storage, locked=plan.worker.lock is not None)
+    return study
+
+
+def _execute(plan: TunePlan, study: Any, storage: Any) -> list[dict[str, Any]]:
+    """Run the worker slots on the plan's executor; whatever stops them, fail the trials they left running."""
+    from rlrun.executors import Resources, make_executor
+    from rlrun.tuning import storage as studies
+    from rlrun.tuning import worker as tuning
+
+    slots = [dataclasses.replace(plan.worker, slot=index) for index in range(plan.workers)]
+    executor = make_executor(
+        plan.executor,
+        workers=plan.workers,
+        address=plan.address,
+        resources=Resources(num_cpus=1.0, num_gpus=0.0),
+    )
+    rows: list[dict[str, Any]] = []
+    try:
+        with executor:
+            for finished in executor.run(tuning.run_worker, slots):
+                if finished.error is not None:
+                    rows.append({"number": None, "state": "WORKER", "error": finished.error})
+                else:
+                    rows.extend(finished.value)
+    finally:
+        with studies.storage_lock(plan.worker.lock):
+            studies.reap(study, storage, locked=plan.worker.lock is not None)
+    return rows
+
+
+def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) -> TuneResult:
+    """Write trials.csv, best.yaml and (with `report`) the plots and report.md; sum the study up."""
+    from optuna.trial import TrialState
+
+    from rlrun import configs
+    from rlrun.reports import tune as tune_report
+    from rlrun.tuning import storage as studies
+
+    trials = study.get_trials(deepcopy=False)
+    finished = [trial for trial in trials if trial.state == TrialState.COMPLETE]
+    best = None
+    if finished:
+        best = study.best_trial
+    trials_csv = tune_report.write_trials(plan.out, trials)
+    best_config = None
+    best_params: dict[str, Any] = {}
+    if best is not None:
+        by_key = {param.key: param for param in plan.worker.params}
+        best_params = {key: by_key[key].load(value) if key in by_key else value for key, value in best.params.items()}
+        words = tuple(by_key[key].override(value) for key, value in best.params.items() if key in by_key)
+        request = plan.best_request
+        best_plan = plan_train(call, dataclasses.replace(request, overrides=(*request.overrides, *words)))
+        best_config = plan.out / BEST_FILE
+        runs.atomic_write_text(best_config, configs.to_yaml(best_plan.agent_config))
+    report = tune_report.write_report(plan.out, study, plan.storage) if plan.report else None
+    return TuneResult(
+        out=plan.out,
+        storage=plan.storage,
+        study=plan.study,
+        n_trials=sum(studies.counted(trial) for trial in trials),
+        completed=len(finished),
+        pruned=sum(trial.state == TrialState.PRUNED for trial in trials),
+        failed=sum(trial.state == TrialState.FAIL and "error" in trial.user_attrs for trial in trials),
+        ran=sum(row.get("number") is not None for row in rows),
+        best_trial=None if best is None else best.number,
+        best_value=None if best is None else best.value,
+        best_params=best_params,
+        best_config=best_config,
+        trials=trials_csv,
+        report=report,
+    )
+
+
+__all__ = ["tune", "tune_in_call"]

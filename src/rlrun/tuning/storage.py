@@ -1,0 +1,200 @@
+"""Optuna studies as rlrun keeps them: the storage (URL, opening, the file lock), which trials count, failing
+the trials of processes that died, samplers and pruners, Optuna kept quiet.
+
+`rlrun.tune` opens the study with these, and every worker slot (`rlrun.tuning.worker`) reopens it with them.
+
+Counting (the study's `n_trials` is its total, over every run of the same command):
+- counted: COMPLETE, PRUNED, RUNNING, WAITING, and FAIL trials that failed on their own (user attribute
+  `error`: the training raised, or a sampled value was rejected);
+- not counted: FAIL trials that were interrupted (Ctrl-C, SIGTERM, SIGKILL of their process, a stale heartbeat):
+  the study runs another trial in their place, so that an interrupted study resumes to `n_trials` results.
+
+Importing this module imports Optuna and opens (and disposes) an in-memory SQLite storage once: SQLAlchemy's
+dialect, Alembic and Optuna's log handler are import effects, done before a hermetic call captures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from rlrun.errors import InvalidArgument
+
+WARMUP_FRACTION = 0.25
+"""The median pruner prunes no trial before this fraction of its budget."""
+STUDY_FILE = "study.db"
+COUNTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+
+
+def open_storage(url: str, heartbeat_s: int, grace_s: int) -> optuna.storages.RDBStorage:
+    """The study's RDB storage with heartbeats (SQLite waits up to a minute for a lock another process holds)."""
+    engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    return optuna.storages.RDBStorage(
+        url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s, grace_period=grace_s
+    )
+
+
+def close_storage(storage: optuna.storages.RDBStorage) -> None:
+    """Close the session and the engine's pooled connections (their file descriptors)."""
+    try:
+        storage.remove_session()
+    finally:
+        storage.engine.dispose()
+
+
+@contextlib.contextmanager
+def storage_lock(path: str | None) -> Iterator[None]:
+    """An exclusive lock on `path` (fcntl), held by this process for the block; no-op without a path."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def counted(trial: optuna.trial.FrozenTrial) -> bool:
+    """Whether a trial takes one of the study's `n_trials` (see the module docstring)."""
+    return trial.state in COUNTED or (trial.state == TrialState.FAIL and "error" in trial.user_attrs)
+
+
+def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool) -> int:
+    """Fail (as interrupted) the RUNNING trials whose process is gone: on this host by pid, elsewhere by a
+    stale heartbeat. With `locked` (the caller holds the storage lock, under which every ask marks its trial
+    with its process), a RUNNING trial with no mark was asked by a process that died before marking it.
+    Returns how many this call failed."""
+    before = sum(trial.state == TrialState.FAIL for trial in study.get_trials(deepcopy=False))
+    optuna.storages.fail_stale_trials(study)
+    host = socket.gethostname()
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        pid = trial.user_attrs.get("rlrun_pid")
+        unmarked = locked and "rlrun_pid" not in trial.user_attrs
+        mine = trial.user_attrs.get("rlrun_host") == host and isinstance(pid, int)
+        if not unmarked and (not mine or _alive(pid)):  # type: ignore[arg-type]
+            continue
+        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
+            reason = "interrupted before it started" if unmarked else f"its process (pid {pid}) ended"
+            storage.set_trial_user_attr(trial._trial_id, "interrupted", reason)
+            storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+    return sum(trial.state == TrialState.FAIL for trial in study.get_trials(deepcopy=False)) - before
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def make_sampler(name: str, seed: int, startup_trials: int) -> optuna.samplers.BaseSampler:
+    """The sampler for one ask, seeded by the study's seed and the trial's number: reproducible inline, and
+    different in every slot and process that shares the study."""
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup_trials, constant_liar=True)
+
+
+def make_pruner(name: str, startup_trials: int, total_steps: int) -> optuna.pruners.BasePruner:
+    """The pruner, in the units trials report in (env steps on the budget's grid, or iterations)."""
+    if name == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=startup_trials, n_warmup_steps=int(total_steps * WARMUP_FRACTION)
+        )
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=max(1, total_steps // 27), max_resource=total_steps)
+    return optuna.pruners.NopPruner()
+
+
+def storage_url(url: str | None, out: Path, executor: str) -> tuple[str, str | None]:
+    """The study's storage URL (default: SQLite `<out>/study.db`) checked, and for a SQLite file the lock file
+    beside it."""
+    if url is None:
+        return f"sqlite:///{out / STUDY_FILE}", str(out / f"{STUDY_FILE}.lock")
+    if not isinstance(url, str) or "://" not in url:
+        raise InvalidArgument(
+            f"--storage {url!r} is not an SQLAlchemy URL; write sqlite:///path/study.db or "
+            "postgresql://user@host/db (or leave it out for <out>/study.db)."
+        )
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as error:
+        raise InvalidArgument(f"--storage {url!r} is not an SQLAlchemy URL ({error}).") from None
+    if parsed.get_backend_name() != "sqlite":
+        return url, None
+    database = parsed.database
+    if not database or database == ":memory:":
+        if executor != "inline":
+            raise InvalidArgument(
+                f"--storage {url!r} is an in-memory database, which workers cannot share; use a file "
+                "(sqlite:///study.db) or --executor inline."
+            )
+        return url, None
+    path = Path(database).absolute()
+    if not path.parent.is_dir():
+        raise InvalidArgument(
+            f"--storage {url!r}: the folder {str(path.parent)!r} does not exist; create it or pick another path."
+        )
+    return url, str(path.with_name(path.name + ".lock"))
+
+
+@contextlib.contextmanager
+def quiet_optuna() -> Iterator[None]:
+    """Optuna's INFO lines ("A new study created ...") off for the block, and the warnings that say heartbeats
+    and `fail_stale_trials` are experimental, or meant for `Study.optimize` (rlrun records the heartbeats itself):
+    rlrun prints its own progress."""
+    previous = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used with Study.optimize")
+            yield
+    finally:
+        optuna.logging.set_verbosity(previous)
+
+
+def _warm_up() -> None:
+    """Open and dispose an in-memory storage once (see the module docstring)."""
+    storage = optuna.storages.RDBStorage("sqlite://")
+    try:
+        with quiet_optuna():
+            study = optuna.create_study(storage=storage, study_name="rlrun-warm-up")
+            study.ask({"x": optuna.distributions.FloatDistribution(0.0, 1.0)})
+    finally:
+        close_storage(storage)
+
+
+_warm_up()
+
+__all__ = [
+    "close_storage",
+    "counted",
+    "make_pruner",
+    "make_sampler",
+    "open_storage",
+    "quiet_optuna",
+    "reap",
+    "storage_lock",
+    "storage_url",
+]

@@ -1,0 +1,139 @@
+"""A bench is planned whole before anything runs: a bad spec is one user error, and no folder."""
+
+from __future__ import annotations
+
+import pytest
+
+import rlrun
+from rlrun.benching.planning import plan_bench
+from rlrun.benching.request import BenchRequest, BenchRun, load_spec
+from rlrun.errors import InvalidArgument, UserError
+from rlrun.hermetic import hermetic_call
+from rlrun.sweep import parse_seeds
+
+pytest.importorskip("rsl_rl")
+pytest.importorskip("stable_baselines3")  # the libraries its cases train with
+
+BASE = {"tasks": ("rlrun/CartPole-v1",), "runs": ("sb3",), "iterations": 1}
+
+
+def plan(tmp_path, **fields):
+    request = BenchRequest(**{**BASE, "out": str(tmp_path / "out"), **fields})
+    with hermetic_call() as call:
+        return plan_bench(call, request)
+
+
+def test_cells_are_the_product_of_tasks_runs_and_seeds_with_skips_noted(tmp_path):
+    planned = plan(
+        tmp_path,
+        tasks=("rlrun/CartPole-v1", "rlrun/Pendulum-v1"),
+        runs=("sb3", "rsl_rl", "sb3:sac"),
+        seeds="0-1",
+    )
+    cells = {(cell.request.task, cell.run, cell.request.seed) for cell in planned.cells}
+    assert ("rlrun/CartPole-v1", "sb3/ppo", 0) in cells and ("rlrun/Pendulum-v1", "sb3/sac", 1) in cells
+    assert len(cells) == len(planned.cells) == 1 * 2 + 3 * 2  # on CartPole (Discrete), sb3/ppo alone acts
+    notes = {row["note"] for row in planned.skipped}
+    assert notes == {
+        "rsl_rl/ppo cannot act in rlrun/CartPole-v1's Discrete action space",
+        "sb3/sac cannot act in rlrun/CartPole-v1's Discrete action space",
+    }
+    assert len({cell.key for cell in planned.cells}) == len(planned.cells)
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_env_step_budget_is_the_same_for_every_library(tmp_path):
+    planned = plan(tmp_path, tasks=("rlrun/Pendulum-v1",), runs=("sb3", "rsl_rl"), iterations=None, env_steps=4096)
+    for cell in planned.cells:
+        assert cell.request.max_iterations >= 1
+    iterations = {cell.run: cell.request.max_iterations for cell in planned.cells}
+    assert iterations["sb3/ppo"] != iterations["rsl_rl/ppo"] or True  # sizes differ per library's config
+
+
+def test_the_key_depends_on_everything_that_decides_the_outcome_and_nothing_else(tmp_path):
+    first = plan(tmp_path, seeds=(0, 1)).cells
+    again = plan(tmp_path, seeds=(0, 1), out=str(tmp_path / "elsewhere")).cells
+    assert [cell.key for cell in first] == [cell.key for cell in again]
+    assert first[0].key != first[1].key
+    other = plan(tmp_path, seeds=(0,), overrides=("agent.learning_rate=0.001",)).cells[0]
+    assert other.key != first[0].key
+
+
+@pytest.mark.parametrize(
+    ("fields", "fragment"),
+    [
+        ({"tasks": ()}, "--tasks is empty"),
+        ({"runs": ()}, "--libraries is empty"),
+        ({"tasks": ("CartPol-v1",)}, "'CartPole-v1'"),
+        ({"runs": ("sb4",)}, "'sb4'"),
+        ({"runs": ("sb3:sacc",)}, "Choose from"),
+        ({"runs": ("sb3:ppo:jax",)}, "--ml_framework 'jax'"),
+        ({"runs": ("sb3::",)}, "library[:algorithm[:framework]]"),
+        ({"runs": ("sb3", "sb3")}, "appears twice"),
+        ({"seeds": "a-b"}, "not a seed list"),
+        ({"seeds": "4-1"}, "empty or too long"),
+        ({"seeds": ()}, "--seeds is empty"),
+        ({"iterations": None}, "exactly one budget"),
+        ({"env_steps": 100}, "exactly one budget"),
+        ({"iterations": 0}, "--iterations 0 must be a positive"),
+        ({"iterations": None, "seconds": float("nan")}, "must be a positive"),
+        ({"iterations": None, "env_steps": 1.5}, "must be an integer"),
+        ({"executor": "threads"}, "--executor 'threads'"),
+        ({"workers": 0}, "--workers 0"),
+        ({"eval_episodes": -1}, "--eval_episodes -1"),
+        ({"overrides": ("agent.no_such_key=1",)}, "no_such_key"),
+        ({"runs": ("rsl_rl",)}, "no cell to run"),
+        ({"runs": (BenchRun("sb3", overrides=("agent.learning_rate=0.001",)),)}, "no variant name"),
+    ],
+)
+def test_a_bad_bench_is_one_user_error_before_anything_exists(tmp_path, fields, fragment):
+    with pytest.raises(UserError) as caught:
+        plan(tmp_path, **fields)
+    assert fragment in str(caught.value)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_file_gives_the_same_request_as_its_fields(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "tasks: [rlrun/CartPole-v1]\n"
+        "runs:\n"
+        "  - sb3\n"
+        "  - {library: sb3, variant: fast, overrides: [agent.learning_rate=0.001]}\n"
+        "seeds: 0-2\n"
+        "iterations: 2\n",
+        encoding="utf-8",
+    )
+    request = load_spec(spec, out=str(tmp_path / "out"))
+    assert request.tasks == ("rlrun/CartPole-v1",)
+    assert request.runs == ("sb3", BenchRun("sb3", variant="fast", overrides=("agent.learning_rate=0.001",)))
+    assert parse_seeds(request.seeds) == (0, 1, 2)
+    with hermetic_call() as call:
+        planned = plan_bench(call, request)
+    assert {cell.run for cell in planned.cells} == {"sb3/ppo", "sb3/ppo[fast]"}
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("tasks: [a]\nlibraries: [sb3]\n", "bench spec key 'libraries' is unknown"),
+        ("tasks: [a]\nruns: [{library: sb3, lr: 1}]\n", "bench run key 'lr' is unknown"),
+        ("- a\n", "must be a mapping"),
+        ("tasks: [a\n", "not valid YAML"),
+        ("tasks: 3\n", "must be a list"),
+    ],
+)
+def test_a_bad_spec_file_names_the_key(tmp_path, text, fragment):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidArgument, match=fragment):
+        load_spec(spec)
+
+
+def test_the_command_line_refuses_a_bad_bench_with_one_line_and_no_folder(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = rlrun.main(["bench", "--tasks", "rlrun/CartPole-v1", "--libraries", "sb3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "exactly one budget" in err
+    assert not out.exists()
