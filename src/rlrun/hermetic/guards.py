@@ -189,7 +189,8 @@ def _restore_logging(saved: _SavedLogging) -> None:
         if tuple(logger.handlers) != handlers:
             logger.handlers[:] = handlers
         logger.propagate, logger.disabled = propagate, disabled
-    manager._clear_cache()  # levels set behind setLevel's back (logger.level = ...) leave stale caches
+    # Levels set behind setLevel's back (logger.level = ...) leave stale caches.
+    manager._clear_cache()  # type: ignore[attr-defined]  # private Manager method, absent from typeshed
 
 
 def _logging_fingerprint(saved: _SavedLogging) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rlrun.hermetic.registry import Guard, module_loaded, register
 
@@ -44,14 +44,31 @@ register(
 # --- Gymnasium ----------------------------------------------------------------------------------------------
 
 
-def _capture_gymnasium() -> tuple[dict[str, Any], Any, Any]:
-    registration = sys.modules["gymnasium.envs.registration"]
-    logger = sys.modules["gymnasium.logger"]
+if TYPE_CHECKING:
+
+    class _Registration(Protocol):
+        """What the guard reads and writes of `gymnasium.envs.registration`."""
+
+        registry: dict[str, object]
+        current_namespace: str | None
+
+    class _Logger(Protocol):
+        """What the guard reads and writes of `gymnasium.logger`."""
+
+        min_level: int
+
+
+_SavedGymnasium = tuple[dict[str, object], str | None, int]
+
+
+def _capture_gymnasium() -> _SavedGymnasium:
+    registration = cast("_Registration", sys.modules["gymnasium.envs.registration"])
+    logger = cast("_Logger", sys.modules["gymnasium.logger"])
     return dict(registration.registry), registration.current_namespace, logger.min_level
 
 
-def _restore_gymnasium(saved: tuple[dict[str, Any], Any, Any]) -> None:
-    registration = sys.modules["gymnasium.envs.registration"]
+def _restore_gymnasium(saved: _SavedGymnasium) -> None:
+    registration = cast("_Registration", sys.modules["gymnasium.envs.registration"])
     registry, namespace, min_level = saved
     current = registration.registry
     if current.keys() != registry.keys() or not all(map(operator.is_, current.values(), registry.values())):
@@ -59,7 +76,7 @@ def _restore_gymnasium(saved: tuple[dict[str, Any], Any, Any]) -> None:
         current.update(registry)
     if registration.current_namespace != namespace:
         registration.current_namespace = namespace
-    logger = sys.modules["gymnasium.logger"]
+    logger = cast("_Logger", sys.modules["gymnasium.logger"])
     if logger.min_level != min_level:
         logger.min_level = min_level
 

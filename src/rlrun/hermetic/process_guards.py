@@ -14,11 +14,22 @@ import gc
 import multiprocessing
 import signal
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from rlrun.hermetic.registry import Guard, module_loaded, object_guard, register
 
 _GUARDED_SIGNALS = ("SIGINT", "SIGTERM")
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+if TYPE_CHECKING:
+
+    class _RegisterFunction(Protocol):
+        """The shape of `atexit.register`."""
+
+        def __call__(self, func: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> Callable[_P, _T]: ...
 
 
 # `signal.getsignal` wraps `_signal.getsignal` and converts the handler to a `Handlers` member, which for a
@@ -64,15 +75,17 @@ def unrecorded_exit_hooks() -> int:
 class _AtexitRecorder:
     """Stands in for `atexit.register` during a call and remembers what the call registered."""
 
-    def __init__(self, register_function: Any) -> None:
+    def __init__(self, register_function: _RegisterFunction) -> None:
         self.register_function = register_function
         """What `atexit.register` was (put back at the end); an outer call's recorder when calls nest."""
-        self._real = register_function._real if isinstance(register_function, _AtexitRecorder) else register_function
+        self._real: _RegisterFunction = (
+            register_function._real if isinstance(register_function, _AtexitRecorder) else register_function
+        )
         """The function that registers: a nested call's hooks bypass the outer recorder, which would
         otherwise count them twice and run them again at the outer call's end."""
-        self.callbacks: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+        self.callbacks: list[tuple[Callable[..., object], tuple[object, ...], dict[str, object]]] = []
 
-    def __call__(self, function: Any, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> Callable[_P, _T]:
         global _recorded_registrations
         result = self._real(function, *args, **kwargs)
         self.callbacks.append((function, args, kwargs))
@@ -80,13 +93,15 @@ class _AtexitRecorder:
         return result
 
 
-def _capture_atexit() -> tuple[Any, _AtexitRecorder]:
+def _capture_atexit() -> tuple[_RegisterFunction, _AtexitRecorder]:
     recorder = _AtexitRecorder(atexit.register)
-    atexit.register = recorder
+    # The recorder's `function` may also be passed by keyword, so a hook whose own keyword arguments include
+    # `function` cannot go through it; atexit.register's `func` is positional-only.
+    atexit.register = recorder  # type: ignore[assignment]  # its `function` is not positional-only
     return recorder.register_function, recorder
 
 
-def _restore_atexit(saved: tuple[Any, _AtexitRecorder]) -> None:
+def _restore_atexit(saved: tuple[_RegisterFunction, _AtexitRecorder]) -> None:
     register_function, recorder = saved
     atexit.register = register_function
     # What the call registered would have run when a fresh process exits: run it now, newest first.

@@ -69,9 +69,11 @@ def capture_all() -> list[tuple[Guard, Any]]:
 def restore_all(saved: list[tuple[Guard, Any]]) -> list[tuple[str, BaseException]]:
     """Restore in reverse order; every restorer runs, and failures are returned, not raised."""
     failures = []
-    for guard, state in reversed(saved):
+    for guard, state in saved[::-1]:  # a slice keeps the element type, which mypy's `reversed` loses to Any here
+        if guard.restore is None:  # never the case: `capture_all` keeps only restorable guards
+            continue
         try:
-            guard.restore(state)  # type: ignore[misc]  # only restorable guards are captured
+            guard.restore(state)
         except BaseException as error:
             failures.append((guard.name, error))
     return failures

@@ -12,6 +12,7 @@ Restore rules measured on torch 2.13 (reference/libraries.md C.5):
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -21,7 +22,7 @@ from rlrun.hermetic.registry import Guard, module_loaded, object_guard, register
 _torch_loaded = module_loaded("torch")
 
 
-def _torch() -> Any:
+def _torch() -> types.ModuleType:
     return sys.modules["torch"]
 
 
@@ -62,9 +63,10 @@ _FP32_PRECISION_PATHS = (
 
 def _matmul_precision() -> str | None:
     try:
-        return _torch().get_float32_matmul_precision()
+        precision: str = _torch().get_float32_matmul_precision()
     except RuntimeError:  # mixed legacy/new TF32 state: the legacy getter refuses to answer
         return None
+    return precision
 
 
 def _legacy_tf32() -> tuple[bool | None, bool | None]:

@@ -10,13 +10,15 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rlrun.errors import CheckpointNotFound, InvalidArgument
 from rlrun.runs.atomic import TEMPORARY_SUFFIX
 from rlrun.runs.manifest import MANIFEST, Run, _load, _UnreadableRun, corrupt_run, experiment_name
 
 SELECTORS = ("latest", "best")
+
+_SomeRun = TypeVar("_SomeRun", bound="Run | _UnreadableRun")
 
 
 def _matches(manifest: dict[str, Any], library: str, task: str, match: dict[str, Any]) -> bool:
@@ -43,7 +45,7 @@ def _scan(
     return sound, unreadable
 
 
-def _newest_first(runs: list[Any]) -> list[Any]:
+def _newest_first(runs: list[_SomeRun]) -> list[_SomeRun]:
     return sorted(runs, key=lambda run: (run.created_at, run.path.name), reverse=True)
 
 
@@ -149,10 +151,11 @@ def resolve_checkpoint(
     runs = [run for run in sound if _matches(run.manifest, library, task, match)]
     broken = [run for run in unreadable if run.could_be(library, task, match)]
     if load_run is not None:
-        named = [run for run in [*runs, *broken] if run.path.name == load_run]
+        candidates: list[Run | _UnreadableRun] = [*runs, *broken]
+        named = [run for run in candidates if run.path.name == load_run]
         if not named:
             pattern = _load_run_pattern(load_run)
-            named = [run for run in [*runs, *broken] if pattern.fullmatch(run.path.name)]
+            named = [run for run in candidates if pattern.fullmatch(run.path.name)]
         if not named:
             names = ", ".join(run.path.name for run in _newest_first(runs)[:5]) or "none"
             raise CheckpointNotFound(
@@ -164,7 +167,7 @@ def resolve_checkpoint(
     else:  # a run that does not say whose it is counts where this task's runs live
         home = experiment or experiment_name(task)
         broken = [run for run in broken if run.identified() or run.path.parent.name == home]
-    ordered = _newest_first([*runs, *broken])
+    ordered: list[Run | _UnreadableRun] = _newest_first([*runs, *broken])
     if selector not in SELECTORS:
         for run in ordered:
             if (run.path / selector).is_file():
