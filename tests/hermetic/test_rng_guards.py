@@ -95,3 +95,37 @@ def test_an_unmoved_generator_with_a_cached_gaussian_is_not_set_again_and_a_take
     with hermetic_call(check_leaks=True) as call, call.guarded():
         np.random.standard_normal()  # takes the cached one: the key does not move
     assert len(calls) == 1 and np.random.get_state()[3:] == expected[3:]
+
+
+CHANGES = {
+    "draw uniform": lambda: np.random.random(3),  # the key moves
+    "draw a pair of gaussians": lambda: np.random.standard_normal(),  # the key moves and one is cached
+    "take the cached gaussian": lambda: np.random.standard_normal(),  # with one cached: the key does not move
+    "make up a cached gaussian": lambda: np.random.set_state((*np.random.get_state()[:3], 1, 0.25)),
+    "drop the cached gaussian": lambda: np.random.set_state((*np.random.get_state()[:3], 0, 0.0)),
+    "seed": lambda: np.random.seed(123),
+}
+
+
+@pytest.mark.usefixtures("numpy_generator")
+@pytest.mark.parametrize("cached_gaussian", [False, True], ids=["no cached gaussian", "cached gaussian"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_whatever_a_call_does_to_the_numpy_generator_get_state_gives_the_callers_state_after(
+    state_reading, change, cached_gaussian
+):
+    """Checked by `get_state()` alone, with the leak detector off (it reads the state with the guard's own code):
+    the key, the position and the cached Gaussian are the caller's again after the call."""
+    np.random.seed(5)
+    if cached_gaussian:
+        np.random.standard_normal()
+    expected = np.random.get_state()
+    with hermetic_call(check_leaks=False) as call, call.guarded():
+        CHANGES[change]()
+        changed = np.random.get_state()
+    if change != "drop the cached gaussian" or cached_gaussian:  # else that change changes nothing
+        assert not (np.array_equal(changed[1], expected[1]) and changed[2:] == expected[2:])
+    state = np.random.get_state()
+    assert state[0] == expected[0] and np.array_equal(state[1], expected[1]) and state[2:] == expected[2:]
+    after = np.random.random()  # and the stream goes on as the caller's would have
+    np.random.set_state(expected)
+    assert after == np.random.random()

@@ -135,11 +135,11 @@ def _capture_numpy_rng() -> tuple[tuple[Any, ...], bytes | None]:
 
 def _restore_numpy_rng(saved: tuple[tuple[Any, ...], bytes | None]) -> None:
     state, raw = saved
-    # Unmoved: the same key, position and cached Gaussian. Where the cached Gaussian cannot be read, only a state
-    # without one is taken for unmoved (a call could take it without moving the key). Else set it back.
+    # Unmoved: the same key, position and cached Gaussian. Where the cached Gaussian cannot be read, the state is
+    # set back whatever it is (a call can take, drop or make up a cached Gaussian without moving the key).
     if raw is not None and _raw_numpy_rng_state() == raw:
         gaussian = _global_gaussian()
-        if (gaussian == tuple(state[3:])) if gaussian is not None else not state[3]:
+        if gaussian is not None and gaussian == tuple(state[3:]):
             return
     _numpy_random().set_state(state)
 
