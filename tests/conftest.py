@@ -47,7 +47,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_makereport(item, call):
     """A test that needs an optional library this installation lacks is skipped, not failed: an
     `rlrun.errors.MissingDependency` (rlrun's own refusal) or a `ModuleNotFoundError`, and only when the module
-    it names is indeed not importable here, so that a wrong refusal of an installed library still fails."""
+    it names is one of the declared optional libraries (`optional_modules`) and indeed not importable here, so
+    that a wrong refusal of an installed library, or a typo'd import (of `rlrun.anything`, of any module no
+    extra installs), still fails."""
     report = yield
     missing = _missing_module(call.excinfo.value) if call.excinfo is not None and report.failed else None
     if missing is not None:
@@ -56,7 +58,36 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+OPTIONAL_MODULES = frozenset(
+    {
+        "jaxlib", "flax", "optax", "msgpack", "tqdm",  # the jax and skrl extras, beside the libraries' own
+        "tensordict",  # torchrl
+        "mujoco",  # mujoco
+        "onnx", "onnxscript", "onnxruntime",  # export
+        "moviepy", "imageio_ffmpeg", "pygame",  # video
+        "rliable", "matplotlib", "scipy", "pandas", "seaborn", "arch",  # bench
+        "ray",  # ray
+        "rl_zoo3",  # zoo
+        "optuna", "optuna_dashboard",  # tune
+        "envpool", "sklearn",  # looked for when present, never required
+    }
+)  # fmt: skip
+"""The top-level modules of pyproject's extras that `optional_modules` does not read from rlrun's own tables."""
+
+
+def optional_modules() -> frozenset[str]:
+    """The top-level modules an installation may lack and still be whole: every library row's import name
+    (`rlrun.libraries.LIBRARIES`, rlrun's own rows), every framework an extra installs (`FRAMEWORKS`), and
+    the rest of pyproject's extras (`OPTIONAL_MODULES`). Anything else missing (`rlrun`, torch, a typo) is a bug."""
+    from rlrun.libraries.table import FRAMEWORKS, LIBRARIES
+
+    libraries = {row.import_name for row in dict.values(LIBRARIES)}  # without reading plugin entry points
+    frameworks = {module for module, extra in FRAMEWORKS.values() if extra is not None}
+    return frozenset(libraries | frameworks | OPTIONAL_MODULES)
+
+
 def _missing_module(error: BaseException) -> str | None:
+    """The declared optional module that `error` says is missing and that is indeed not importable, or None."""
     from rlrun.errors import MissingDependency
 
     if isinstance(error, MissingDependency):
@@ -65,4 +96,12 @@ def _missing_module(error: BaseException) -> str | None:
         names = [error.name]
     else:
         return None
-    return next((name for name in names if importlib.util.find_spec(name.split(".")[0]) is None), None)
+    optional = optional_modules()
+    return next(
+        (
+            name
+            for name in names
+            if name.split(".")[0] in optional and importlib.util.find_spec(name.split(".")[0]) is None
+        ),
+        None,
+    )

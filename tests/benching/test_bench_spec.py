@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import rlrun
+from rlrun.api.planning import plan_train
 from rlrun.benching.planning import plan_bench
 from rlrun.benching.request import BenchRequest, BenchRun, load_spec
 from rlrun.errors import InvalidArgument, UserError
@@ -42,12 +43,22 @@ def test_cells_are_the_product_of_tasks_runs_and_seeds_with_skips_noted(tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_an_env_step_budget_is_the_same_for_every_library(tmp_path):
-    planned = plan(tmp_path, tasks=("rlrun/Pendulum-v1",), runs=("sb3", "rsl_rl"), iterations=None, env_steps=4096)
+@pytest.mark.parametrize("env_steps", [3 * 16384, 3 * 16384 + 1])
+def test_an_env_step_budget_is_the_same_for_every_library(tmp_path, env_steps):
+    """Each cell gets the fewest whole iterations of its own library's size that cover the budget: one
+    iteration less would not (the libraries' iterations differ: sb3's PPO is 4096 env steps, rsl_rl's 16384)."""
+    planned = plan(tmp_path, tasks=("rlrun/Pendulum-v1",), runs=("sb3", "rsl_rl"), iterations=None, env_steps=env_steps)
+    sizes = {}
+    with hermetic_call() as call:
+        for cell in planned.cells:
+            trained = plan_train(call, cell.request)
+            sizes[cell.run] = trained.adapter.env_steps_per_iteration(trained.library_config, trained.num_envs)
+            assert sizes[cell.run] == trained.env_steps_per_iteration
+    assert set(sizes) == {"sb3/ppo", "rsl_rl/ppo"} and len(set(sizes.values())) == 2
     for cell in planned.cells:
-        assert cell.request.max_iterations >= 1
-    iterations = {cell.run: cell.request.max_iterations for cell in planned.cells}
-    assert iterations["sb3/ppo"] != iterations["rsl_rl/ppo"] or True  # sizes differ per library's config
+        iterations, size = cell.request.max_iterations, sizes[cell.run]
+        assert iterations * size >= env_steps, f"{cell.run}: {iterations} x {size} falls short of {env_steps}"
+        assert (iterations - 1) * size < env_steps, f"{cell.run}: {iterations} is one iteration too many"
 
 
 def test_the_key_depends_on_everything_that_decides_the_outcome_and_nothing_else(tmp_path):
