@@ -17,7 +17,7 @@ os.environ["RLRUN_CHECK_LEAKS"] = "1"
 # imported; the leak detector's fd census would see them come and go in unrelated tests.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 # Compiled env steps (rlrun.envs.kernels) are built once into this checkout's own cache, not the user's:
-# a clean clone builds each kernel once (about 20-40 s on two cores), a second run of the suite reuses it.
+# a clean clone builds each kernel once (a slow C++ compile), a second run of the suite reuses it.
 os.environ.setdefault("RLRUN_CACHE_DIR", os.path.join(os.path.dirname(os.path.dirname(__file__)), ".cache", "rlrun"))
 
 import support

@@ -1,8 +1,8 @@
 """Memory over repeated calls: a process that trains again and again keeps its size.
 
 The full figure for every library (50 calls each) is `benchmarks/memory_growth.py`, too slow for the
-suite; this runs its SKRL-on-JAX row, the one that grew, with fewer calls. Before its agents' traces
-were released, 15 calls grew by about 35 MB and 6,100 objects per call (docs/benchmarks.md).
+suite; this runs its SKRL-on-JAX row with fewer calls: a call that kept its agents' traces alive would grow the
+process by tens of MB and thousands of objects each time (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import pytest
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "memory_growth.py"
 MAX_MB_PER_CALL = 8.0
 """RSS swings by tens of MB between calls (the allocator returns memory in steps), so the bound on the
-fitted slope is loose; the growth it guards against is 22-35 MB per call."""
+fitted slope is loose; the growth it guards against is tens of MB per call."""
 MAX_OBJECTS_PER_CALL = 1_000
-"""Objects the garbage collector tracks, a steadier signal: about 170 per call remain (small caches that
-stop growing), against about 6,100 when every call's agent stayed alive."""
+"""Objects the garbage collector tracks, a steadier signal: a few hundred per call remain (small caches that
+stop growing), against thousands when every call's agent stays alive."""
 
 
 @pytest.mark.slow

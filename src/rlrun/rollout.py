@@ -12,9 +12,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rlrun.progress import Progress
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 Policy = Callable[[Any], Any]
 
@@ -45,7 +48,7 @@ class Episodes:
 
 
 def evaluate(
-    env: Any,
+    env: TorchVectorEnv,
     policy: Policy,
     *,
     num_episodes: int | None,
@@ -100,7 +103,7 @@ def evaluate(
     )
 
 
-def zero_policy(env: Any) -> Policy:
+def zero_policy(env: TorchVectorEnv) -> Policy:
     """Always the zero action (clipped into the action space), or action 0 for a discrete space."""
     import torch
     from gymnasium import spaces
@@ -109,13 +112,14 @@ def zero_policy(env: Any) -> Policy:
     if isinstance(space, spaces.Discrete):
         action = torch.full((env.num_envs,), int(space.start), dtype=torch.long, device=env.device)
     else:
-        low = torch.as_tensor(space.low, dtype=torch.float32, device=env.device)
-        high = torch.as_tensor(space.high, dtype=torch.float32, device=env.device)
-        action = torch.zeros((env.num_envs, *space.shape), device=env.device).clamp(low, high)
+        box = cast("spaces.Box", space)  # rlrun's envs act in Box or Discrete spaces
+        low = torch.as_tensor(box.low, dtype=torch.float32, device=env.device)
+        high = torch.as_tensor(box.high, dtype=torch.float32, device=env.device)
+        action = torch.zeros((env.num_envs, *box.shape), device=env.device).clamp(low, high)
     return lambda observations: action
 
 
-def random_policy(env: Any, seed: int) -> Policy:
+def random_policy(env: TorchVectorEnv, seed: int) -> Policy:
     """Uniform actions from the action space (a standard normal where a bound is infinite), from its own generator."""
     import torch
     from gymnasium import spaces
@@ -126,10 +130,11 @@ def random_policy(env: Any, seed: int) -> Policy:
         return lambda observations: torch.randint(
             int(space.start), int(space.start + space.n), (env.num_envs,), generator=generator, device=env.device
         )
-    low = torch.as_tensor(space.low, dtype=torch.float32, device=env.device)
-    high = torch.as_tensor(space.high, dtype=torch.float32, device=env.device)
+    box = cast("spaces.Box", space)  # rlrun's envs act in Box or Discrete spaces
+    low = torch.as_tensor(box.low, dtype=torch.float32, device=env.device)
+    high = torch.as_tensor(box.high, dtype=torch.float32, device=env.device)
     bounded = torch.isfinite(low) & torch.isfinite(high)
-    shape = (env.num_envs, *space.shape)
+    shape = (env.num_envs, *box.shape)
 
     def policy(observations: Any) -> Any:
         uniform = torch.rand(shape, generator=generator, device=env.device)

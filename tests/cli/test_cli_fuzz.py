@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the command line with hostile values (issue 10, "Show it").
+"""Property-based fuzzing of the command line with hostile values.
 
 Command lines are built from the parser's own commands and flags (`rlrun.cli.build_parser()`: every
 subcommand, every option string, every positional), each given a hostile value: negative, zero, huge,

@@ -1,4 +1,4 @@
-"""`--agent_config PATH` (issue 14, item 1): a configuration file in the library's own layout replaces the
+"""`--agent_config PATH`: a configuration file in the library's own layout replaces the
 shipped one; `agent.` overrides apply on top; its values are checked before any directory exists; and every
 library trains, unchanged, from the `params/agent.yaml` of one of its own runs."""
 
@@ -95,7 +95,7 @@ def test_run_keys_the_file_lacks_are_the_shipped_ones(tmp_path):
 BAD_FILES = {
     # case id: (library, file text or None for no file, what the one-line error says)
     "missing file": ("sb3", None, "does not exist"),
-    "not YAML": ("sb3", "n_steps: [8,\nbatch_size: {", "is not YAML"),
+    "not YAML": ("sb3", "n_steps: [8,\nbatch_size: {", "is not valid YAML"),
     "a list": ("sb3", "- n_steps\n- 8\n", "not a mapping"),
     "empty": ("sb3", "", "holds nothing"),
     "negative learning rate": ("sb3", "learning_rate: -0.001\n", "'agent.learning_rate: -0.001': a learning rate"),

@@ -1,4 +1,4 @@
-"""RL Zoo's tuned hyperparameters for SB3 (issue 14, item 2): read from rl_zoo3's shipped YAML, mapped to rlrun's
+"""RL Zoo's tuned hyperparameters for SB3: read from rl_zoo3's shipped YAML, mapped to rlrun's
 sb3 configuration, honoured or refused by name, recorded in run.json, and learning as RL Zoo says."""
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ def test_a_run_says_its_config_came_from_rl_zoo_and_overrides_apply_on_top(tmp_p
 
 
 LEARNING_BUDGET = 8000
-"""Env steps of the learning test: RL Zoo's entry runs 20,000 (SAC solves Pendulum well before; 20,000 took
-14 minutes on 2 shared cores, 8,000 about a third of that)."""
+"""Env steps of the learning test: RL Zoo's entry runs 20,000, but SAC solves Pendulum well before, and the
+full budget is too slow for the suite."""
 
 
 def test_a_refused_entry_is_one_warning_line_and_the_run_goes_on(tmp_path):

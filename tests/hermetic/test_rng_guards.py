@@ -55,7 +55,7 @@ def test_an_unmoved_numpy_generator_is_not_set_again(monkeypatch):
 
 
 def test_this_numpy_lets_the_guard_read_the_cached_gaussian_from_memory():
-    """Else every call pays `get_state()`'s 30-odd microseconds at capture (correct, only slower)."""
+    """Else every call pays for `get_state()`'s copy of the whole key at capture (correct, only slower)."""
     assert rng_guards._gaussian_offset() is not None
 
 

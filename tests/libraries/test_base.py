@@ -12,7 +12,7 @@ from rlrun.libraries import LIBRARIES, get_library, load_adapter
 
 @pytest.mark.parametrize("library", list(LIBRARIES))
 def test_damaged_files_are_refused_as_corrupt_checkpoints_whatever_the_reader_raises(library, tmp_path):
-    """Unpicklers raise anything on random bytes (CI once met an `IndexError`): each must become one user error."""
+    """Unpicklers raise anything on random bytes (`EOFError`, `IndexError`, ...): each must become one user error."""
     check = load_adapter(get_library(library)).check_checkpoint
     generator = random.Random(library)
     damaged = [b"", b"PK\x03\x04", b"\x80\x02", *(generator.randbytes(generator.randint(1, 4096)) for _ in range(200))]
@@ -86,8 +86,8 @@ def test_a_checkpoint_with_a_refused_object_names_it_and_not_torchs_unsafe_advic
 
 def test_every_install_hint_names_an_extra_that_every_pip_matches():
     """pip before 23.3 compares extras as spelt, and setuptools writes them normalized (PEP 685: `rsl_rl`
-    becomes `rsl-rl`): with an older pip, `pip install 'rlrun[rsl_rl]'` installed rlrun without RSL-RL and
-    only warned. So the extras are declared in their normalized spelling, and the hints and `all` use it."""
+    becomes `rsl-rl`): with an older pip, `pip install 'rlrun[rsl_rl]'` installs rlrun without RSL-RL and
+    only warns. So the extras are declared in their normalized spelling, and the hints and `all` use it."""
     import re
     import tomllib
     from pathlib import Path

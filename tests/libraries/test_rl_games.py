@@ -29,7 +29,7 @@ SMALL = (
     "agent.params.config.minibatch_size=32",
     "agent.params.network.mlp.units=[16,16]",
 )
-"""With 4 envs: one epoch is 32 env steps and two mini-batches, a few epochs well under a second."""
+"""With 4 envs: one epoch is 32 env steps and two mini-batches, so a few epochs keep a test short."""
 
 
 def small_train(log_root, task="rlrun/Pendulum-v1", progress=None, **fields):

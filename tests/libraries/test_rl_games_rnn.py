@@ -1,4 +1,4 @@
-"""rl_games recurrent networks (issue 14): an LSTM or GRU from `--agent_config` trains, plays and exports no
+"""rl_games recurrent networks: an LSTM or GRU from `--agent_config` trains, plays and exports no
 further than rlrun can; in play, the states of the envs whose episode ended go back to zero, as in rl_games'
 own player loop."""
 

@@ -82,7 +82,7 @@ def test_resume_continues_counters_optimiser_and_normaliser(log_root):
     assert child["iter"] == whole["iter"] == 7
     adam_steps = [entry["step"] for entry in child["optimizer_state_dict"]["state"].values()]
     assert adam_steps == [entry["step"] for entry in whole["optimizer_state_dict"]["state"].values()]
-    # The normaliser kept counting from the parent's statistics instead of starting over.
+    # The resumed normaliser counts on from the parent's statistics instead of starting over.
     count = next(key for key in child["actor_state_dict"] if key.endswith("count"))
     assert child["actor_state_dict"][count] == whole["actor_state_dict"][count] > parent["actor_state_dict"][count]
     manifest = json.loads((resumed.run_dir / "run.json").read_text())

@@ -43,7 +43,7 @@ pytest.importorskip("skrl")
 CARTPOLE = "rlrun/CartPole-v1"
 PENDULUM = "rlrun/Pendulum-v1"
 SMALL = ("agent.agent.rollouts=8", "agent.agent.learning_epochs=2", "agent.agent.mini_batches=2")
-"""A few iterations with these take about a second on torch."""
+"""Short rollouts and few updates, so that a test's few iterations stay short."""
 
 
 def train(log_root, task=CARTPOLE, overrides=SMALL, **kwargs):
@@ -459,8 +459,8 @@ def test_the_executables_kept_after_a_call_are_those_it_used():
 
 @needs_jax
 def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_compiled(log_root, monkeypatch):
-    """JAX's caches held every call's models through SKRL's static arguments (22-35 MB a call); the call
-    clears those functions. SKRL's array-only functions (`skrl_jax_traces.ARRAY_ONLY`) hold no call object and keep
+    """JAX's caches would hold every call's models through SKRL's static arguments; the call clears those
+    functions. SKRL's array-only functions (`skrl_jax_traces.ARRAY_ONLY`) hold no call object and keep
     their executables: a second call of the same shapes adds no entry."""
     from skrl.agents.jax.ppo import ppo
 
@@ -485,7 +485,7 @@ def test_a_jax_call_lets_go_of_its_agent_and_keeps_skrls_array_only_functions_co
 @needs_jax
 def test_a_jax_call_leaves_the_callers_own_jitted_functions_their_inferred_parameters(log_root):
     """The eviction is for SKRL's functions alone: JAX's `clear_cache()` on one of them would also empty pjit's
-    parameter-inference cache for every function, the caller's included (25 ms more a SKRL call)."""
+    parameter-inference cache for every function, the caller's included, whose parameters would be inferred again."""
     import jax
     from jax._src import pjit
 
@@ -550,7 +550,7 @@ def _skrl_config_torch():
 
     skrl.config.torch.key = 123
     skrl.config.torch.device = "cpu"
-    skrl.config.torch.backend = "torch"  # what Isaac Lab writes (an attribute SKRL 2.x no longer has)
+    skrl.config.torch.backend = "torch"  # what Isaac Lab writes (an attribute SKRL 2.x does not have)
 
 
 def _skrl_config_jax():

@@ -65,10 +65,10 @@ def count_fsyncs(monkeypatch) -> dict[str, int]:
 
 
 def test_a_checkpoint_and_its_run_json_entry_take_three_fsyncs_where_two_atomic_writes_took_four(tmp_path, monkeypatch):
-    """Issue 12: one fsync of the run folder for both files, instead of one after each."""
+    """One fsync of the run folder for both files, where two atomic writes make one after each."""
     record = new_record(tmp_path)
     counts = count_fsyncs(monkeypatch)
-    runs.atomic_save(record.dir / "model_0.pt", writer(b"weights"))  # the way before: two atomic writes
+    runs.atomic_save(record.dir / "model_0.pt", writer(b"weights"))  # for comparison: two atomic writes
     record.manifest["checkpoints"].append({"file": "model_0.pt", "iteration": 0})
     record.write()
     assert counts == {"files": 2, "folders": 2}
@@ -83,7 +83,7 @@ def test_a_checkpoint_and_its_run_json_entry_take_three_fsyncs_where_two_atomic_
 
 
 def test_checkpoints_of_one_moment_are_one_batch_listed_by_one_run_json_in_their_order(tmp_path, monkeypatch):
-    """SKRL's best and current agent: 3 file fsyncs and 2 folder fsyncs, where two batches took 4 and 4."""
+    """SKRL's best and current agent: 3 file fsyncs and 2 folder fsyncs, where two batches would make 4 and 4."""
     record = new_record(tmp_path)
     (record.dir / "checkpoints").mkdir()
     record.save_checkpoint("checkpoints/best_agent.pt", writer(b"old best"), iteration=1)

@@ -1,4 +1,4 @@
-"""Studies that show what `rlrun tune` is for (issue 15, "Show it"): slow, learning on rlrun/CartPole-v1 with SB3.
+"""Studies that show what `rlrun tune` is for: slow, learning on rlrun/CartPole-v1 with SB3.
 
 A tiny study beats a deliberately poor start; a hopeless trial is pruned before its budget ends; inline and
 two-worker runs finish the same number of trials; SIGKILL or Ctrl-C of the tune process loses no finished trial

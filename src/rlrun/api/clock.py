@@ -17,10 +17,13 @@ import csv
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rlrun.api.metrics import METRICS_COLUMNS, METRICS_FILE, Curves, IterationRow, OnIteration
 from rlrun.errors import TrainingStopped
+
+if TYPE_CHECKING:
+    from rlrun.envs import EpisodeStatistics
 
 PROGRESS_INTERVAL_S = 0.1
 """How often, at most, a step hands the progress display its figures."""
@@ -87,7 +90,7 @@ class IterationClock:
         finally:
             self.immediate = False
 
-    def __call__(self, stats: Any) -> None:
+    def __call__(self, stats: EpisodeStatistics) -> None:
         if self.stop_reason is not None:
             raise TrainingStopped(self.stop_reason)
         boundary = stats.env_steps >= self._next
@@ -103,7 +106,7 @@ class IterationClock:
             if self.on_iteration is not None and self.on_iteration(row):
                 self.request_stop("stopped")
 
-    def _row(self, stats: Any) -> IterationRow:
+    def _row(self, stats: EpisodeStatistics) -> IterationRow:
         wall = time.perf_counter() - self._started
         row = IterationRow(
             iteration=self.first_iteration + stats.env_steps // self.per_iteration,
@@ -120,22 +123,22 @@ class IterationClock:
             now = time.monotonic()
             if now >= self._next_write:
                 self._next_write = now + WRITE_INTERVAL_S
-                self._write()
+                self._write(self._file)
         return row
 
-    def _write(self) -> None:
-        """Write the rows not yet written, to `metrics.csv` and the curves, and flush both."""
+    def _write(self, file: TextIO) -> None:
+        """Write the rows not yet written, to `metrics.csv` (`file`) and the curves, and flush both."""
         unwritten, self._unwritten = self._unwritten, []
         for row, wall_time in unwritten:
             self._writer.writerow(["" if value is None else value for value in vars(row).values()])
             self.curves.add(row, wall_time)
-        self._file.flush()
+        file.flush()
         self.curves.flush()
 
     def close(self) -> None:
         try:
             if self._file is not None and self._unwritten:
-                self._write()
+                self._write(self._file)
         finally:
             try:
                 self.curves.close()

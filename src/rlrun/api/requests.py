@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from rlrun.errors import UnknownField, did_you_mean
 
-RequestType = TypeVar("RequestType", bound=type)
+RequestType = TypeVar("RequestType", bound=type[Any])
 
 VECTORIZATION_MODES = ("sync", "async")
 EXPORT_FORMATS = {"onnx": "policy.onnx", "torchscript": "policy.pt"}
@@ -53,7 +53,7 @@ def checked_fields(cls: RequestType) -> RequestType:
             raise UnknownField(f"{cls.__name__} needs {missing[0]}: {cls.__name__}({missing[0]}=..., ...).")
         init(self, *args, **kwargs)
 
-    setattr(cls, "__init__", checked_init)  # noqa: B010 - assigning to a method is what mypy refuses
+    cls.__init__ = checked_init
     return cls
 
 

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO, cast
 
 from rlrun import rollout, runs
 from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
@@ -27,18 +27,26 @@ from rlrun.libraries import libraries_for
 from rlrun.libraries.base import PlayJob
 from rlrun.progress import Progress
 
+if TYPE_CHECKING:
+    from gymnasium.vector import VectorEnv
+
+    from rlrun.envs import EpisodeStatistics, TorchVectorEnv
+
 
 class Session:
     """A call's guarded span: the task's environment (`env`), to be instrumented by the call's body."""
 
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: TorchVectorEnv) -> None:
         self.env = env
         """The task's torch vector env; `instrument` replaces it with its wrapped self."""
 
-    def instrument(self, video: Video | None = None, on_step: Callable[[Any], None] | None = None) -> Any:
+    def instrument(
+        self, video: Video | None = None, on_step: Callable[[EpisodeStatistics], None] | None = None
+    ) -> EpisodeStatistics:
         """Wrap `env` with Gymnasium's video recorder (first env only) and rlrun's episode statistics."""
         from rlrun.envs import EpisodeStatistics
 
+        env = cast("VectorEnv", self.env)  # `make_env` builds Gymnasium vector envs, which its wrappers need
         if video is not None:
             import os
 
@@ -52,8 +60,8 @@ class Session:
             with warnings.catch_warnings():
                 # Expected here: SAME_STEP autoreset drops each episode's last frame; the folder may hold other clips.
                 warnings.filterwarnings("ignore", message=".*(same-step|Overwriting existing videos)")
-                self.env = RecordVideo(
-                    self.env,
+                env = RecordVideo(
+                    env,
                     video_folder=str(video.folder),
                     record_first_only=True,
                     step_trigger=(lambda step: step % interval == 0) if interval else (lambda step: step == 0),
@@ -61,8 +69,11 @@ class Session:
                     name_prefix=video.prefix,
                     gc_trigger=None,
                 )
-        self.env = EpisodeStatistics(self.env, on_step=on_step)
-        return self.env
+            # The outermost wrapper is what `session` closes, should the statistics fail to wrap it.
+            self.env = cast("TorchVectorEnv", env)
+        stats = EpisodeStatistics(env, on_step=on_step)
+        self.env = stats
+        return stats
 
 
 @contextlib.contextmanager
@@ -103,7 +114,7 @@ def checkpoint_fit(checkpoint: Path, task: str) -> Iterator[None]:
         ) from None
 
 
-def play_job(plan: LibraryPlan, env: Any, checkpoint: Path, deterministic: bool) -> PlayJob:
+def play_job(plan: LibraryPlan, env: TorchVectorEnv, checkpoint: Path, deterministic: bool) -> PlayJob:
     """What an adapter needs to rebuild the policy of `checkpoint` for the plan's library, env and settings."""
     return PlayJob(
         env=env,
@@ -117,7 +128,7 @@ def play_job(plan: LibraryPlan, env: Any, checkpoint: Path, deterministic: bool)
     )
 
 
-def check_resume_fit(plan: TrainPlan, env: Any) -> None:
+def check_resume_fit(plan: TrainPlan, env: TorchVectorEnv) -> None:
     """Rebuild the policy from the checkpoint to resume from, before the run directory exists, so that a checkpoint
     of another task or network is refused without leaving a run behind. The torch, NumPy and Python RNG streams are
     put back afterwards: the check must not move the training's draws."""
@@ -190,9 +201,16 @@ def _library_notices(run_dir: Path | None, verbose: bool) -> Iterator[None]:
         if not verbose:
             shown = warnings.showwarning
 
-            def show(message: Any, category: type[Warning], filename: str, lineno: int, *args: Any) -> None:
+            def show(
+                message: Warning | str,
+                category: type[Warning],
+                filename: str,
+                lineno: int,
+                file: TextIO | None = None,
+                line: str | None = None,
+            ) -> None:
                 if not issubclass(category, NOTICES):
-                    shown(message, category, filename, lineno, *args)
+                    shown(message, category, filename, lineno, file, line)
                 elif run_dir is not None:
                     with open(run_dir / "console.log", "a", encoding="utf-8") as log:
                         log.write(warnings.formatwarning(message, category, filename, lineno))
@@ -223,7 +241,9 @@ def _quiet(plan: LibraryPlan, run_dir: Path | None) -> Iterator[None]:
         yield
 
 
-def run_episodes(env: Any, policy: Any, plan: AgentPlan | PlayPlan, progress: Progress | None) -> rollout.Episodes:
+def run_episodes(
+    env: TorchVectorEnv, policy: rollout.Policy, plan: AgentPlan | PlayPlan, progress: Progress | None
+) -> rollout.Episodes:
     """Run `policy` for the plan's episodes (or steps) and close the env, which writes its video."""
     episodes = rollout.evaluate(
         env,
@@ -292,7 +312,7 @@ def _determinism(enabled: bool, device: str) -> Iterator[None]:
     yield
 
 
-def _make_env(plan: TaskPlan) -> Any:
+def _make_env(plan: TaskPlan) -> TorchVectorEnv:
     """Build the task's torch vector env and check the plan's algorithm can act in it."""
     from rlrun.envs import make_env
 
@@ -312,7 +332,8 @@ def _make_env(plan: TaskPlan) -> Any:
             raise UnsupportedTask(
                 f"{plan.task} does not render rgb_array images, so it cannot be recorded; drop --video."
             )
-        return env
+        # Gymnasium's `VectorEnv` type knows no device: `make_env`'s envs are torch vector envs all the same.
+        return cast("TorchVectorEnv", env)
     except BaseException:
         env.close()
         raise
@@ -338,9 +359,9 @@ def _collected() -> Iterator[None]:
     Library objects that own processes or files and are only released by the cycle collector would
     otherwise outlive the call: GitPython's `Repo` (which RSL-RL's logger creates to record the code
     state) keeps two `git cat-file` child processes until it is collected. Everything that existed
-    before the call is frozen out of the collection (`gc.freeze`), so it costs microseconds instead of
-    a walk over every object of the process (0.6 s once rl_games is imported); a caller's own freeze is
-    left alone.
+    before the call is frozen out of the collection (`gc.freeze`), so the collection walks the call's own
+    objects only, not every object of the process (a long walk once a large library is imported); a caller's
+    own freeze is left alone.
     """
     import gc
 

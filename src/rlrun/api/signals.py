@@ -22,7 +22,7 @@ class InterruptLatch:
 
     Python raises a signal's `KeyboardInterrupt` in whatever code runs when it arrives, a weakref callback or
     a finalizer of the garbage collector included, and there it prints "Exception ignored" and drops it: a
-    Ctrl-C during a tune trial's first imports was lost once and the study ran to its end with exit status 0.
+    Ctrl-C during a tune trial's first imports could be lost, and the study run to its end with exit status 0.
     Within `installed()`, SIGINT still raises `KeyboardInterrupt` at once (as Python's own handler does) and
     is also remembered: `stop_signals` turns a remembered one into a stop request as the training starts, and
     `check` raises it again at a tuner's safe points. Only Python's default handler is replaced, only in the

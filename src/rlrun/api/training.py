@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlrun import configs, runs
 from rlrun.api.clock import IterationClock
@@ -18,6 +18,9 @@ from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.libraries.base import TrainJob, TrainOutcome
 from rlrun.progress import Progress
+
+if TYPE_CHECKING:
+    from rlrun.envs import EpisodeStatistics
 
 
 def train(
@@ -86,7 +89,7 @@ def train_in_call(
     return result
 
 
-def _job(plan: TrainPlan, env: Any, record: runs.RunRecord) -> TrainJob:
+def _job(plan: TrainPlan, env: EpisodeStatistics, record: runs.RunRecord) -> TrainJob:
     """What the adapter is handed: the instrumented env, the configuration, the budget, and how to save
     checkpoints (each with its run.json entry, in one batch of writes)."""
 
@@ -136,7 +139,7 @@ def _run_library(
 def _result(
     plan: TrainPlan,
     record: runs.RunRecord,
-    env: Any,
+    env: EpisodeStatistics,
     outcome: TrainOutcome,
     status: str,
     wall: float,

@@ -103,9 +103,7 @@ def _main(arguments: list[str], stderr: Any) -> int:
             if args.command == "tune":
                 return commands.tune(call, args)
             if args.command == "list":
-                call.import_modules(
-                    ("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table")
-                )
+                call.import_modules(("gymnasium", "rlrun.envs", "rich.console", "rich.markup", "rich.table"))
                 from rlrun.envs.tasks import load_task_plugins
 
                 load_task_plugins(call.import_modules)

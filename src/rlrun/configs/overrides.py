@@ -10,11 +10,14 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlrun.configs.checks import check_value
 from rlrun.configs.yaml_text import plain
 from rlrun.errors import InvalidArgument, UnknownConfigKey
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig, ListConfig
 
 OVERRIDE_SCOPES = ("agent", "env")
 
@@ -41,7 +44,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-    base = OmegaConf.create(dict(config))
+    base: DictConfig | ListConfig = OmegaConf.create(dict(config))
     OmegaConf.set_struct(base, True)
     try:  # every override in one merge (each merge copies the whole configuration)
         merged = OmegaConf.merge(base, OmegaConf.from_dotlist(dotlist))
@@ -51,7 +54,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
         for item in dotlist:
             key = item.split("=", 1)[0]
             check_value(config, OmegaConf.select(merged, key), key, scope)
-        return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]
+        return OmegaConf.to_container(merged, resolve=True)  # type: ignore[return-value]  # a DictConfig's container: a dict
     for item in dotlist:
         key = item.split("=", 1)[0]
         try:
@@ -76,7 +79,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
                 f"override '{scope}.{item}' is not a YAML value ({reason}); quote or complete it, e.g. [64, 64]."
             ) from None
         check_value(config, OmegaConf.select(base, key), key, scope)
-    return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]
+    return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]  # a DictConfig's container: a dict
 
 
 def _list_above(config: Mapping[str, Any], key: str) -> tuple[str, list[Any]] | None:

@@ -163,9 +163,11 @@ def _literal(node: ast.expr, where: str) -> Any:
             return -operand if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item, where) for item in node.elts]
-    if isinstance(node, ast.Dict) and all(key is not None for key in node.keys):
-        pairs = zip(node.keys, node.values, strict=True)
-        return {_literal(key, where): _literal(value, where) for key, value in pairs}  # type: ignore[arg-type]
+    if isinstance(node, ast.Dict):
+        keys = [key for key in node.keys if key is not None]  # a None key is a `**mapping`
+        if len(keys) == len(node.keys):
+            pairs = zip(keys, node.values, strict=True)
+            return {_literal(key, where): _literal(value, where) for key, value in pairs}
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)

@@ -1,4 +1,5 @@
-"""Tasks as torch vector envs: rlrun's native batched tasks and any Gymnasium id behind one contract.
+"""Tasks as torch vector envs: rlrun's native batched tasks and any Gymnasium id behind one contract
+(`TorchVectorEnv`).
 
 Importing this package registers the native tasks with Gymnasium and imports no torch; the env
 classes import torch in their own modules, which Gymnasium imports when it builds them.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rlrun.envs.contract import TorchVectorEnv
 from rlrun.envs.tasks import (
     BUILTIN_TASKS,
     NATIVE_TASKS,
@@ -29,6 +31,7 @@ __all__ = [
     "BatchedVectorEnv",
     "EpisodeStatistics",
     "NativeTask",
+    "TorchVectorEnv",
     "env_config",
     "make_env",
     "register",

@@ -19,8 +19,8 @@ the kernel takes, `kernel_options`. The base then compiles it once per machine a
 the CPU, unless the env is built with `kernel="eager"`.
 
 The physics state is stored component-major: `components` is `[state_size, num_envs]`, one contiguous
-row per state component, so that elementwise torch ops run over contiguous vectors (about 3-10x
-faster on a CPU than over the strided columns of `[num_envs, state_size]`). `state` is the
+row per state component, so that elementwise torch ops run over contiguous vectors (on a CPU much
+faster than over the strided columns of `[num_envs, state_size]`). `state` is the
 `[num_envs, state_size]` view of the same memory, for users and tests that read or write it.
 
 The step contract is Gymnasium's `VectorEnv` in `AutoresetMode.SAME_STEP` with torch tensors: see
@@ -30,8 +30,8 @@ The step contract is Gymnasium's `VectorEnv` in `AutoresetMode.SAME_STEP` with t
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -41,6 +41,11 @@ from gymnasium.vector.utils import batch_space
 
 from rlrun.envs.rendering import GymnasiumPainter, SubEnvFrames
 from rlrun.errors import InvalidArgument, did_you_mean
+
+if TYPE_CHECKING:
+    from torch._C._aoti import AOTIModelContainerRunnerCpu
+
+    from rlrun.envs.kernels import Dynamics, RefusedActions
 
 _NO_LENGTHS = np.empty(0, dtype=np.int32)
 _NO_LENGTHS.flags.writeable = False
@@ -54,7 +59,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
     Every tensor a step returns is new (never a buffer the env writes again), on `device`.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
+    metadata: dict[str, Any] = {
         "render_modes": [],
         "render_fps": 30,
         "autoreset_mode": AutoresetMode.SAME_STEP,
@@ -104,7 +109,10 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self.single_action_space = single_action_space
         self.observation_space = batch_space(single_observation_space, num_envs)
         self.action_space = batch_space(single_action_space, num_envs)
-        self._action_shape = self.action_space.shape
+        shape = self.action_space.shape
+        if shape is None:  # a step reshapes the caller's actions to it
+            raise TypeError(f"{type(self).__name__}'s action space {single_action_space} has no shape.")
+        self._action_shape: tuple[int, ...] = shape
 
         self.generator = torch.Generator(device=self.device)
         self.generator.seed()  # non-deterministic until reset(seed=...), like Gymnasium
@@ -149,21 +157,21 @@ class BatchedVectorEnv(VectorEnv, ABC):
 
     # ------------------------------------------------------------------ what a task may add: a compiled step
 
-    dynamics: ClassVar[Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] | None] = None
+    dynamics: ClassVar[Dynamics | None] = None
     """Optional, a staticmethod: `advance` and `observe` as one pure torch function for the compiler,
     `dynamics(components, actions, constants) -> (obs, reward, terminated, next_components)`. It takes the
     state `[state_size, n]` and what `kernel_actions` and `kernel_constants` return, writes nothing, and
     returns new tensors. Everything a step computes from the actions belongs in it (the cart-pole's force:
-    one more pass over memory outside the kernel was 7% of a step at 65,536 envs). It must round as
-    `advance` does (the same expressions in the same order). The base hands the next state's memory to
-    `components` (no copy back: at 65,536 envs the copy was 15% of a step)."""
+    computed outside the kernel, it would cost one more pass over memory). It must round as `advance` does
+    (the same expressions in the same order). The base hands the next state's memory to `components`, so
+    nothing is copied back."""
 
-    refused_actions: ClassVar[Callable[[torch.Tensor], torch.Tensor | None] | None] = None
+    refused_actions: ClassVar[RefusedActions | None] = None
     """Optional, a staticmethod: `refused_actions(actions)`, a 0-d bool tensor, true when one of the actions
     `kernel_actions` returns is one that `advance` refuses (None for actions it never refuses), as a pure
     torch function. The kernel computes it in its own loop, so `kernel_actions` need not read the actions once
-    more to check them (that pass was 3.5% of a cart-pole step at 65,536 envs). When it is true, the step
-    calls `check_actions`, which raises, before any state changes."""
+    more to check them. When it is true, the step calls `check_actions`, which raises, before any state
+    changes."""
 
     def check_actions(self, actions: torch.Tensor) -> None:
         """Raise the error `advance` raises for `actions` (as `kernel_actions` returns them), if any: what a
@@ -191,7 +199,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         """How this env steps: "compiled" (the task's `dynamics` through its kernel) or "eager"."""
         return "eager" if self._kernel is None else "compiled"
 
-    def _load_kernel(self, mode: str) -> Any | None:
+    def _load_kernel(self, mode: str) -> AOTIModelContainerRunnerCpu | None:
         from rlrun.envs import kernels
 
         if mode not in kernels.KERNEL_MODES:
@@ -210,13 +218,15 @@ class BatchedVectorEnv(VectorEnv, ABC):
         except kernels.KernelUnavailable as error:
             raise InvalidArgument(f"kernel='compiled': {error}; use kernel='auto' to step eagerly instead.") from None
 
-    def _compiled_step(self, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """`advance` and `observe` of the new state, in one call of the kernel: the observation, reward,
+    def _compiled_step(
+        self, kernel: AOTIModelContainerRunnerCpu, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`advance` and `observe` of the new state, in one call of `kernel`: the observation, reward,
         terminated, and a copy of the observation of its own for the restarts (see `kernels.TaskStep`). The
         kernel returns the next state in new memory, which `components` takes over (`Tensor.set_`: the same
         tensor object) once the actions are known to be valid."""
         inputs = [self._components, self.kernel_actions(actions), self.kernel_constants()]
-        outputs = self._kernel.run(inputs)
+        outputs = kernel.run(inputs)
         if self._first_compiled_step:
             from rlrun.envs import kernels
 
@@ -226,7 +236,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
             self.check_actions(inputs[1])
             raise RuntimeError(f"{type(self).__name__}.refused_actions refused actions that check_actions accepts.")
         obs, reward, terminated, components, restart_obs = outputs[:5]
-        self._components.set_(components)
+        self._components.set_(components)  # type: ignore[call-overload]  # torch's stubs lack set_(Tensor)
         return obs, reward, terminated.bool(), restart_obs
 
     # ------------------------------------------------------------------ the shared plumbing
@@ -295,14 +305,18 @@ class BatchedVectorEnv(VectorEnv, ABC):
         """
         if not (isinstance(actions, torch.Tensor) and actions.device == self.device):
             actions = torch.as_tensor(actions, device=self.device)
+        restart_obs: torch.Tensor | None = None  # on the CPU (kernels included), the copy the restarts write
         if self._kernel is not None:
-            final_obs, reward, terminated, obs = self._compiled_step(actions.reshape(self._action_shape))
+            final_obs, reward, terminated, restart_obs = self._compiled_step(
+                self._kernel, actions.reshape(self._action_shape)
+            )
         else:
             reward, terminated = self.advance(actions.reshape(self._action_shape))
             final_obs = self.observe(self._components)
-            obs = final_obs.clone() if self._draw_for_ended_only else None  # the CPU's restarts write a copy
-        if self._draw_for_ended_only:  # the CPU: the bookkeeping in NumPy, on views of the same memory
-            return self._step_on_host(final_obs, reward, terminated, obs)
+            if self._draw_for_ended_only:
+                restart_obs = final_obs.clone()
+        if restart_obs is not None:  # the CPU: the bookkeeping in NumPy, on views of the same memory
+            return self._step_on_host(final_obs, reward, terminated, restart_obs)
         self._steps += 1
         truncated = torch.gt(self._steps, self.max_episode_steps - 1)
         done = terminated | truncated
@@ -313,9 +327,8 @@ class BatchedVectorEnv(VectorEnv, ABC):
         self, final_obs: torch.Tensor, reward: torch.Tensor, terminated: torch.Tensor, obs: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """The time limit and the restarts of a CPU step, in `obs`, a copy of `final_obs` that the step returns.
-        NumPy dispatches a small op in about a fifth of torch's time (`x > c` at 4,096: 0.8 us against 5.0 us;
-        nonzero at 65,536: 30 us against 100 us), and a CPU tensor shares its memory with `tensor.numpy()`, so
-        the results are the same tensors."""
+        NumPy's dispatch of a small op costs less than torch's, and a CPU tensor shares its memory with
+        `tensor.numpy()`, so the results are the same tensors."""
         steps = self._steps.numpy()
         np.add(steps, 1, out=steps)
         truncated = np.greater(steps, self.max_episode_steps - 1)
@@ -331,7 +344,7 @@ class BatchedVectorEnv(VectorEnv, ABC):
         info = {"final_obs": final_obs, "_final_obs": torch.from_numpy(done)}
         return obs, reward, terminated, torch.from_numpy(truncated), info
 
-    def render(self) -> SubEnvFrames | None:
+    def render(self) -> SubEnvFrames | None:  # type: ignore[override]  # a lazy Sequence, not Gymnasium's tuple
         """One rgb_array frame per env (with `render_mode="rgb_array"`), each drawn when it is read."""
         if self.render_mode != "rgb_array":
             return None
@@ -357,10 +370,9 @@ class BatchedVectorEnv(VectorEnv, ABC):
         return torch.where(done.reshape(-1, *([1] * (final_obs.dim() - 1))), self.observe(fresh), final_obs)
 
 
-# Torch 2.x's CPU kernels for comparisons take several times longer than NumPy's (65,536 float64, one
-# thread: `x > c` 44 us against 5 us), and at a few thousand elements torch's dispatch costs more than
-# NumPy's (`x > c` at 4,096: 5.0 us against 0.8 us). A CPU tensor shares its memory with `tensor.numpy()`,
-# so on the CPU `beyond` lets NumPy do the work; the result is the same. Elsewhere it is the torch ops.
+# Torch's CPU kernels for comparisons are slower than NumPy's, and for a few thousand elements torch's
+# dispatch costs more than NumPy's. A CPU tensor shares its memory with `tensor.numpy()`, so on the CPU
+# `beyond` lets NumPy do the work; the result is the same. Elsewhere it is the torch ops.
 
 
 def beyond(rows: torch.Tensor, limits: Sequence[float]) -> torch.Tensor:

@@ -50,8 +50,12 @@ class GymnasiumTorchVectorEnv(VectorWrapper):
                 obs_space.low.astype(np.float32), obs_space.high.astype(np.float32), dtype=np.float32
             )
             self.observation_space = batch_space(self.single_observation_space, env.num_envs)
-        self._action_shape = (env.num_envs, *act_space.shape)
-        self._action_bounds = (act_space.low, act_space.high) if isinstance(act_space, spaces.Box) else None
+        self._action_bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if isinstance(act_space, spaces.Box):
+            self._action_shape = (env.num_envs, *act_space.shape)
+            self._action_bounds = (act_space.low, act_space.high)
+        else:  # Discrete: one action per env
+            self._action_shape = (env.num_envs,)
 
     def close(self, **kwargs: Any) -> None:
         """Close the env. An async env's observations live in shared memory (a `multiprocessing` heap arena
@@ -60,7 +64,7 @@ class GymnasiumTorchVectorEnv(VectorWrapper):
         self.env.close(**kwargs)
         unwrapped = self.env.unwrapped
         if getattr(unwrapped, "shared_memory", False) and "observations" in vars(unwrapped):
-            del unwrapped.observations
+            delattr(unwrapped, "observations")
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -1,8 +1,8 @@
 """Compiled CPU steps for native tasks: a task's `dynamics`, compiled once per machine, loaded per env.
 
-On a CPU an eager torch step of a small physics model is some 35 tensor ops, each a dispatch and a pass
-over memory; NumPy dispatches faster, so at a few thousand envs the eager step loses to Gymnasium's own
-NumPy vector envs. The same step compiled by AOTInductor is one fused C++ loop (no fast-math, no
+On a CPU an eager torch step of a small physics model is dozens of tensor ops, each a dispatch and a pass
+over memory; NumPy dispatches faster, so at a few thousand envs the eager step is slower than Gymnasium's
+own NumPy vector envs. The same step compiled by AOTInductor is one fused C++ loop (no fast-math, no
 fused multiply-add: `-ffp-contract=off`), so the dynamics round as the eager ones do, to the ulp of sin
 and cos.
 
@@ -12,15 +12,15 @@ How a kernel comes to be, and what each part costs the caller's process:
   arguments that change what the kernel takes: the cart-pole's `continuous`), exports the task's `dynamics`
   (`TaskStep`) with `num_envs` as a dynamic dimension, compiles it with
   AOTInductor, checks it against the eager function at two other batch sizes and keeps the shared library.
-  About 20-40 s on two cores. The caller's process imports neither dynamo's compiler nor inductor;
-  inductor's caches and temporary files go to a folder beside the cache that the build removes.
+  A C++ compiler runs, hence once per machine. The caller's process imports neither dynamo's compiler nor
+  inductor; inductor's caches and temporary files go to a folder beside the cache that the build removes.
 - **Cache:** `$RLRUN_CACHE_DIR/kernels` (default `$XDG_CACHE_HOME/rlrun`, else `~/.cache/rlrun`), one
   folder per task class and key. The key hashes the source of the task's classes (its `dynamics` and what
   feeds it: `kernel_actions`, `kernel_constants`), the kernel options, `TaskStep`'s source, torch's and
   Python's versions, the machine and its CPU flags (the library is compiled for this CPU's vector
   instructions). A build that fails leaves `FAILED.txt` with the reason: later `auto` envs step eagerly
   without trying again; delete the file to retry.
-- **Load (every env):** `torch._C._aoti.AOTIModelContainerRunnerCpu`, about 1 ms. It starts no thread
+- **Load (every env):** `torch._C._aoti.AOTIModelContainerRunnerCpu`, cheap. It starts no thread
   and writes no file. Loading a shared library cannot be undone in a process: like an import, it stays
   mapped (once per library, however many envs load it).
 - **First step (every env):** one block the size of the step's outputs is allocated and freed, which raises
@@ -45,11 +45,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+
+if TYPE_CHECKING:
+    from torch._C._aoti import AOTIModelContainerRunnerCpu
+
+    from rlrun.envs.batched import BatchedVectorEnv
 
 KERNEL_MODES = ("auto", "compiled", "eager")
 """`kernel=` of a native task: `auto` steps compiled on the CPU from `AUTO_ENVS` envs on (building the
@@ -78,20 +83,34 @@ MMAP_THRESHOLD_MAX = 32 * 2**20
 def reuse_freed_memory(outputs: list[torch.Tensor]) -> None:
     """Let a compiled step's outputs, step after step, take the memory the previous step's freed.
 
-    A kernel returns its outputs in new tensors (4.6 MB a step at 65,536 cart-poles) and the previous
-    step's are freed. glibc's malloc serves a block above its mmap threshold (128 KiB in a new process) with
-    a fresh mapping, and gives the heap's top back to the system when more than twice the threshold is free
-    there. Freeing a mapped block of up to 32 MiB raises the threshold to that block's size. So in a process
-    that had freed nothing as large as a step's outputs, every step mapped or regrew its memory and faulted
-    in fresh pages: the cart-pole step ran at 1.8x NumPy's in a third of new processes and 2.3x in the
-    others. One block the size of a step's outputs, allocated and freed here once per env, raises the
-    threshold as freeing any tensor of that size does, and every process then runs at 2.3x
+    A kernel returns its outputs in new tensors (megabytes a step at tens of thousands of envs) and the
+    previous step's are freed. glibc's malloc serves a block above its mmap threshold (128 KiB in a new
+    process) with a fresh mapping, and gives the heap's top back to the system when more than twice the
+    threshold is free there. Freeing a mapped block of up to 32 MiB raises the threshold to that block's size.
+    So in a process that had freed nothing as large as a step's outputs, every step would map or regrow its
+    memory and fault in fresh pages, and the step's speed would depend on what the process happened to free
+    before. One block the size of a step's outputs, allocated and freed here once per env, raises the
+    threshold as freeing any tensor of that size does, so every process steps at the same speed
     (docs/benchmarks.md, "Environment throughput"). The threshold is the allocator's own: every large free in
     the process moves it, nothing reads it back, and it stays raised, like the effects of an import. Where it
     is already higher, or under another allocator, the block is an ordinary allocation that changes nothing.
     """
     size = sum(output.untyped_storage().nbytes() for output in outputs)
     torch.empty(min(size, MMAP_THRESHOLD_MAX - 2**16), dtype=torch.uint8)  # freed at once: never written
+
+
+class Dynamics(Protocol):
+    """The type of a task's `dynamics`: `(components, actions, constants) -> (obs, reward, terminated, next)`."""
+
+    def __call__(
+        self, components: torch.Tensor, actions: torch.Tensor, constants: torch.Tensor, /
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+
+class RefusedActions(Protocol):
+    """The type of a task's `refused_actions`: `(actions) -> 0-d bool tensor`, or None for actions never refused."""
+
+    def __call__(self, actions: torch.Tensor, /) -> torch.Tensor | None: ...
 
 
 class KernelUnavailable(RuntimeError):
@@ -103,24 +122,18 @@ class TaskStep(torch.nn.Module):
 
     `components` `[state_size, n]` float64 is read only. The outputs, each in new memory:
     - the observation, the reward;
-    - terminated, as int32 (the step makes it bool, 5 us at 65,536 envs): inductor stores a bool or uint8
-      vector one element at a time, and that store was 40% of the cart-pole's kernel;
-    - the next state: a kernel that wrote `components` in place, as version 1 did, copied a temporary back
-      (at 65,536 envs, 15% of the step);
+    - terminated, as int32 (the step makes it bool, one cheap pass): inductor stores a bool or uint8 vector
+      one element at a time, which would be much of a small task's kernel;
+    - the next state: a kernel that wrote `components` in place would copy a temporary back;
     - the observation once more (the step returns the first as `final_obs` and restarts the ended envs in
       the second), from tracing `dynamics` twice: inductor computes the shared expressions once and stores
-      the observation twice in the same loop, where a `clone` of the first is one more pass over memory (at
-      65,536 envs a step took 4-6% less);
+      the observation twice in the same loop, where a `clone` of the first would be one more pass over memory;
     - the task's `refused_actions`, if it has one.
     The time limit stays in the base's eager code: folded in here (int32 step counters, two more bool
-    outputs) it made the kernel twice as slow at 4,096 envs.
+    outputs) it would slow the kernel down.
     """
 
-    def __init__(
-        self,
-        dynamics: Callable[..., tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]],
-        refused_actions: Callable[[torch.Tensor], torch.Tensor | None] | None = None,
-    ):
+    def __init__(self, dynamics: Dynamics, refused_actions: RefusedActions | None = None):
         super().__init__()
         self.dynamics = dynamics
         self.refused_actions = refused_actions
@@ -173,7 +186,9 @@ def kernel_folder(task_class: type, options: dict[str, Any] | None = None) -> Pa
     return cache_root() / "kernels" / f"{task_class.__module__}.{task_class.__qualname__}-{key}"
 
 
-def load(task_class: type, mode: str, num_envs: int, options: dict[str, Any] | None = None) -> Any | None:
+def load(
+    task_class: type[BatchedVectorEnv], mode: str, num_envs: int, options: dict[str, Any] | None = None
+) -> AOTIModelContainerRunnerCpu | None:
     """The kernel runner of `task_class` built with `options` for `mode` ("auto" or "compiled"), building it if
     the mode and `num_envs` call for it; None where an `auto` env steps eagerly. `compiled` raises
     `KernelUnavailable`."""
@@ -195,7 +210,7 @@ def load(task_class: type, mode: str, num_envs: int, options: dict[str, Any] | N
     return torch._C._aoti.AOTIModelContainerRunnerCpu(str(library), 1)
 
 
-def build(task_class: type, folder: Path, options: dict[str, Any] | None = None) -> None:
+def build(task_class: type[BatchedVectorEnv], folder: Path, options: dict[str, Any] | None = None) -> None:
     """Compile `task_class`'s kernel for `options` into `folder` in a child process, under a lock, once.
 
     A failure is written to `folder/FAILED.txt` (the child's last lines); an interrupt leaves nothing.
@@ -252,19 +267,26 @@ def _compile(entry: str, out: Path, options: dict[str, Any]) -> None:
 
     from gymnasium.envs.registration import load_env_creator
 
-    torch.set_num_threads(1)  # a single-threaded loop: rlrun's own env runs on one thread (see threads.py)
-    task_class = load_env_creator(entry)
+    from rlrun.envs.batched import BatchedVectorEnv
+
+    torch.set_num_threads(1)  # a single-threaded loop: a call steps small batches on one thread (`pick_threads`)
+    task_class: object = load_env_creator(entry)
+    if not isinstance(task_class, type) or not issubclass(task_class, BatchedVectorEnv):
+        raise TypeError(f"{entry} is not a BatchedVectorEnv subclass.")
+    dynamics = task_class.dynamics
+    if dynamics is None:
+        raise TypeError(f"{entry} defines no dynamics to compile.")
     example = task_class(num_envs=64, kernel="eager", **options)
     example.reset(seed=0)
     actions = torch.as_tensor(example.action_space.sample(), device=example.device)
     inputs = (
         example.components,
-        example.kernel_actions(actions.reshape(example.action_space.shape)),
+        example.kernel_actions(actions.reshape(example._action_shape)),
         example.kernel_constants(),
     )
     envs = torch.export.Dim("num_envs", min=2, max=MAX_ENVS)
     dynamic = ({1: envs}, {0: envs}, None)
-    step = TaskStep(task_class.dynamics, task_class.refused_actions)
+    step = TaskStep(dynamics, task_class.refused_actions)
     program = torch.export.export(step, inputs, dynamic_shapes=dynamic)
     package = torch._inductor.aoti_compile_and_package(program, package_path=str(out.parent / "kernel.pt2"))
     with zipfile.ZipFile(package) as archive:
@@ -273,11 +295,11 @@ def _compile(entry: str, out: Path, options: dict[str, Any]) -> None:
             raise RuntimeError(f"expected one shared library in {package}, found {libraries}")
         out.mkdir(parents=True)
         (out / LIBRARY).write_bytes(archive.read(libraries[0]))
-    _check(task_class, out / LIBRARY, options)
+    _check(task_class, dynamics, out / LIBRARY, options)
     (out / "build.txt").write_text(f"{entry} {json.dumps(options)}\ntorch {torch.__version__}\n")
 
 
-def _check(task_class: type, library: Path, options: dict[str, Any]) -> None:
+def _check(task_class: type[BatchedVectorEnv], dynamics: Dynamics, library: Path, options: dict[str, Any]) -> None:
     """Refuse a kernel that does not step like the eager `dynamics` at other batch sizes than the example's.
 
     Inductor may specialize the dynamic dimension without a word (a kernel built at 64 envs then steps 64
@@ -289,10 +311,10 @@ def _check(task_class: type, library: Path, options: dict[str, Any]) -> None:
         env = task_class(num_envs=num_envs, kernel="eager", **options)
         env.reset(seed=num_envs)
         for _ in range(5):
-            actions = torch.as_tensor(env.action_space.sample()).reshape(env.action_space.shape)
+            actions = torch.as_tensor(env.action_space.sample()).reshape(env._action_shape)
             inputs = (env.kernel_actions(actions), env.kernel_constants())
             state = env.components.clone()
-            expected = task_class.dynamics(env.components, *inputs)
+            expected = dynamics(env.components, *inputs)
             got = runner.run([state, *inputs])
             got[2] = got[2].bool()  # TaskStep's int32 flags
             tolerances = {"observation": 1e-6, "reward": 1e-6, "terminated": 0, "next state": 1e-12}

@@ -20,8 +20,8 @@ from rlrun.envs.batched import BatchedVectorEnv
 class _Log:
     """The values of finished episodes, kept as NumPy arrays: no Python number is made per episode.
 
-    A step's values are kept as the array it appended (a list append, about 0.1 us; copying them into one
-    growing array cost 2 us a step, and its doublings page-faulted in fresh memory at every size). Every 256
+    A step's values are kept as the array it appended: a list append, where copying them into one growing
+    array would cost more every step and its doublings would fault in fresh memory at every size. Every 256
     of them are joined into one chunk; reads take the newest pieces for a `tail` and join everything only for
     the whole list.
     """
@@ -49,7 +49,7 @@ class _Log:
         """The last `count` values (fewer when there are fewer), oldest first, as Python numbers."""
         newest: list[np.ndarray] = []
         found = 0
-        # Lazily, newest first (unpacking every piece into a tuple first: 4.6 us a read at 200 pieces, not 3.8).
+        # Lazily, newest first, without first unpacking every piece into a tuple.
         for array in itertools.chain(reversed(self._pieces), reversed(self._chunks)):
             if found >= count:
                 break
@@ -69,8 +69,8 @@ class EpisodeStatistics(VectorWrapper):
     """Count transitions and record the return and length of every finished episode.
 
     Running returns and lengths stay on the env's device; a step syncs with the host only to fetch
-    the episodes that ended in it, into NumPy logs (a step at 4,096 envs ends some 200 episodes: a Python
-    number for each, every step, cost more than the step). `on_step(self)` is called after every step
+    the episodes that ended in it, into NumPy logs (a step of thousands of envs ends hundreds of episodes,
+    and a Python number for each would cost more than the step). `on_step(self)` is called after every step
     (progress displays). A native task on the CPU counts its episodes' lengths itself (`ended_lengths`, from
     its reset, as its time limit does); for other envs the wrapper counts them, from its own reset.
     """
@@ -92,7 +92,7 @@ class EpisodeStatistics(VectorWrapper):
         self._views = None
         self._native = None
         if self._returns.device.type == "cpu":
-            # NumPy views of the same memory (a third of torch's dispatch cost). `_lengths` holds the step
+            # NumPy views of the same memory (NumPy's dispatch costs less than torch's). `_lengths` holds the step
             # (`_clock`) at which each env's episode started: a length is one subtraction when it ends.
             self._views = (self._returns.numpy(), self._lengths.numpy(), self._done.numpy())
             if isinstance(env, BatchedVectorEnv) and type(env).step is BatchedVectorEnv.step:
@@ -118,10 +118,11 @@ class EpisodeStatistics(VectorWrapper):
     @property
     def device(self) -> torch.device:
         """The device of the wrapped env's tensors (found through Gymnasium wrappers, which do not forward it)."""
-        env = self.env
+        env: Any = self.env  # any wrapper, down to the env that has a device
         while not hasattr(env, "device") and hasattr(env, "env"):
             env = env.env
-        return env.device
+        device: torch.device = env.device
+        return device
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -156,15 +157,15 @@ class EpisodeStatistics(VectorWrapper):
                     self._episode_lengths.append(self._clock - starts[ended])
                     starts[ended] = self._clock
         else:
-            returns, lengths, done = self._returns, self._lengths, self._done
-            returns.add_(reward)
+            running, lengths, ended_mask = self._returns, self._lengths, self._done
+            running.add_(reward)
             lengths.add_(1)
-            torch.logical_or(terminated, truncated, out=done)
-            if done.any():  # one host sync per step; the boolean mask keeps env-index order
-                self._episode_returns.append(returns[done].cpu().numpy())
-                self._episode_lengths.append(lengths[done].cpu().numpy())
-                returns[done] = 0.0
-                lengths[done] = 0
+            torch.logical_or(terminated, truncated, out=ended_mask)
+            if ended_mask.any():  # one host sync per step; the boolean mask keeps env-index order
+                self._episode_returns.append(running[ended_mask].cpu().numpy())
+                self._episode_lengths.append(lengths[ended_mask].cpu().numpy())
+                running[ended_mask] = 0.0
+                lengths[ended_mask] = 0
         if self.on_step is not None:
             self.on_step(self)
         return obs, reward, terminated, truncated, info

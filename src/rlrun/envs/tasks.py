@@ -29,10 +29,10 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium
-from gymnasium.envs.registration import EnvSpec, load_env_creator
+from gymnasium.envs.registration import EnvSpec, VectorEnvCreator, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from rlrun.errors import InvalidArgument, MissingDependency, UnknownTask, did_you_mean
@@ -70,7 +70,8 @@ class NativeTask:
 
     def load(self) -> Callable[..., VectorEnv]:
         """Import and return the env class (or factory) that `vector_entry_point` names."""
-        return load_env_creator(self.vector_entry_point)
+        # Gymnasium's loader is typed for both kinds of entry point; this one is a vector entry point.
+        return cast(VectorEnvCreator, load_env_creator(self.vector_entry_point))
 
 
 BUILTIN_TASKS: tuple[NativeTask, ...] = (
@@ -273,9 +274,7 @@ BROKEN: dict[str, str] = {}
 _loaded = False
 
 
-def load_task_plugins(
-    import_modules: Callable[[Iterable[str]], None] = _import_each, *, reload: bool = False
-) -> None:
+def load_task_plugins(import_modules: Callable[[Iterable[str]], None] = _import_each, *, reload: bool = False) -> None:
     """Register the tasks of every `rlrun.tasks` entry point (once per process; `reload` forgets the tasks
     registered before and reads the group again, for packages installed since). Each entry point's module is
     imported with `import_modules` (a call passes its `Call.import_modules`: the imports are import effects)."""

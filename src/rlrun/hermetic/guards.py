@@ -157,8 +157,8 @@ def _current_loggers() -> list[logging.Logger]:
 
 
 def _capture_logging() -> _SavedLogging:
-    # Flat lists that compare equal in C when nothing changed: a process with every library imported has some
-    # 400 loggers, and this walk runs twice per call.
+    # Flat lists that compare equal in C when nothing changed: a process with every library imported has
+    # hundreds of loggers, and this walk runs twice per call.
     loggers = _current_loggers()
     states = [(logger.level, tuple(logger.handlers), logger.propagate, logger.disabled) for logger in loggers]
     return logging.root.manager.disable, loggers, states

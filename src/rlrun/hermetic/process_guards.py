@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 # `signal.getsignal` wraps `_signal.getsignal` and converts the handler to a `Handlers` member, which for a
-# Python handler raises and catches a ValueError inside `enum` (2 us a call). The raw handler is the same object
+# Python handler raises and catches a ValueError inside `enum`, every call. The raw handler is the same object
 # on every read (`SIG_DFL` and `SIG_IGN` as the module's own ints) and `signal.signal` takes it back as it is.
 _getsignal = getattr(sys.modules.get("_signal"), "getsignal", signal.getsignal)
 

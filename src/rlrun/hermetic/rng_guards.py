@@ -37,7 +37,7 @@ _raw_mt19937_state_readable: list[bool] = []
 def _raw_numpy_rng_state() -> bytes | None:
     """The MT19937 state of NumPy's global generator, read from memory through the public `BitGenerator.ctypes`.
 
-    A microsecond, against some 30 us for `get_state()` or `set_state()`, which copy the key word by word. None
+    One copy of the struct, where `get_state()` and `set_state()` copy the key word by word. None
     where NumPy has no `get_bit_generator`, the global generator is not an MT19937, or the struct's layout did
     not match `get_state()` when first checked.
     """
@@ -73,7 +73,7 @@ def _gaussian_offset() -> int | None:
 def _find_gaussian_offset() -> int | None:
     """Find `has_gauss` and `gauss` in a private `RandomState`'s memory: after one Gaussian of a pair it caches
     the other (`has_gauss` 1, `gauss` the value `get_state()` gives), after the next it has none (0 and 0.0);
-    the one slot that held both is theirs. Only `get_state()` reads them otherwise, some 30 us a call, for it
+    the one slot that held both is theirs. Only `get_state()` reads them otherwise, a slow call, for it
     copies the 624-word key too. None on any doubt: another interpreter than CPython, another layout."""
     random = _numpy_random()
     if sys.implementation.name != "cpython" or not isinstance(getattr(random, "RandomState", None), type):
@@ -116,8 +116,8 @@ def _global_gaussian() -> tuple[int, float] | None:
 
 def _capture_numpy_rng() -> tuple[tuple[Any, ...], bytes | None]:
     """The legacy `get_state()` tuple and the raw MT19937 state. Where both the raw state and the cached Gaussian
-    can be read from memory (checked against `get_state()` at the first capture), the tuple is built from them:
-    a few microseconds instead of some 35."""
+    can be read from memory (checked against `get_state()` at the first capture), the tuple is built from them,
+    which is much faster than `get_state()`."""
     raw = _raw_numpy_rng_state()
     gaussian = _global_gaussian() if raw is not None else None
     if raw is None or gaussian is None:

@@ -1,11 +1,11 @@
 """Torch's process-global settings: their guards, and the explicit policy a call states inside its scope.
 
-Restore rules measured on torch 2.13 (reference/libraries.md C.5):
+Restore rules, as torch 2.13 behaves:
 - TF32: put `set_float32_matmul_precision(saved)` back first, then cuDNN's legacy `allow_tf32`, then
   every backend's `fp32_precision` that still differs; the legacy getters raise in a state that mixes
   legacy and new writes, even where the values agree.
 - Setters are called only where the value differs: `use_deterministic_algorithms` imports
-  `torch._dynamo` (2 s, env vars, atexit hooks) on its first call.
+  `torch._dynamo` (slowly, with env vars and atexit hooks) on its first call.
 - CUDA's RNG is read only when CUDA is already initialised; nothing here initialises it.
 """
 
@@ -270,7 +270,7 @@ _DYNAMO_LIMITS = ("recompile_limit", "accumulated_recompile_limit", "cache_size_
 
 
 _dynamo_limit_names: list[str] = []
-"""The limits this torch has, found on first use (each lookup on dynamo's config module costs microseconds)."""
+"""The limits this torch has, found on first use (a lookup on dynamo's config module is far slower than a list's)."""
 
 
 def _dynamo_limits() -> dict[str, Any]:

@@ -6,7 +6,10 @@ It needs no rl_games class to subclass, so importing this module imports no RL l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 
 class RlGamesVecEnv:
@@ -16,7 +19,7 @@ class RlGamesVecEnv:
     terminations, so rl_games bootstraps their value. The first reset seeds the env.
     """
 
-    def __init__(self, env: Any, seed: int | None) -> None:
+    def __init__(self, env: TorchVectorEnv, seed: int | None) -> None:
         self.env = env
         self._seed = seed
 

@@ -19,6 +19,9 @@ def export_class() -> type:
     class RlGamesDeterministicPolicy(torch.nn.Module):
         """rl_games' `get_action(is_deterministic=True)` as a plain module."""
 
+        low: torch.Tensor  # registered buffers (for clipped Box actions): tensors, not submodules
+        high: torch.Tensor
+
         def __init__(self, player: Any) -> None:
             super().__init__()
             self.model = player.model

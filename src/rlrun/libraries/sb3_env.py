@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 
 class TorchVecEnvMixin:
@@ -23,11 +27,21 @@ class TorchVecEnvMixin:
     every sub-env; the result is repeated for each index asked for.
     """
 
-    def __init__(self, env: Any) -> None:
+    if TYPE_CHECKING:  # what SB3's `VecEnv`, mixed in by `vec_env_class`, gives the class
+        num_envs: int
+        _seeds: list[int | None]
+        _options: list[dict[str, Any]]
+
+        def _reset_seeds(self) -> None: ...
+        def _reset_options(self) -> None: ...
+        def _get_indices(self, indices: Any) -> Iterable[int]: ...
+
+    def __init__(self, env: TorchVectorEnv) -> None:
         import numpy as np
 
         self.env = env
-        super().__init__(env.num_envs, env.single_observation_space, env.single_action_space)  # type: ignore[call-arg]
+        spaces = env.single_observation_space, env.single_action_space
+        super().__init__(env.num_envs, *spaces)  # type: ignore[call-arg]  # calls VecEnv's __init__
         self._actions: Any = None
         self._returns = np.zeros(env.num_envs, dtype=np.float64)
         self._lengths = np.zeros(env.num_envs, dtype=np.int64)
@@ -35,10 +49,10 @@ class TorchVecEnvMixin:
 
     def reset(self) -> Any:
         """Reset every env with the seed and options SB3 set for this reset (`seed()`, `set_options()`)."""
-        seed, options = self._seeds[0], self._options[0]  # type: ignore[attr-defined]
+        seed, options = self._seeds[0], self._options[0]
         observations, _ = self.env.reset(seed=seed, options=options or None)
-        self._reset_seeds()  # type: ignore[attr-defined]
-        self._reset_options()  # type: ignore[attr-defined]
+        self._reset_seeds()
+        self._reset_options()
         self._returns[:] = 0.0
         self._lengths[:] = 0
         return observations.detach().cpu().numpy()
@@ -52,12 +66,12 @@ class TorchVecEnvMixin:
         """Step every env; build `infos` entries only for the envs whose episode ended."""
         import numpy as np
 
-        observations, rewards, terminated, truncated, info = self.env.step(self._actions)
+        observations, step_rewards, terminated, truncated, info = self.env.step(self._actions)
         dones = (terminated | truncated).cpu().numpy()
-        rewards = rewards.detach().cpu().numpy().astype(np.float32)  # a copy, which SB3 may change in place
+        rewards = step_rewards.detach().cpu().numpy().astype(np.float32)  # a copy, which SB3 may change in place
         self._returns += rewards
         self._lengths += 1
-        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]  # type: ignore[attr-defined]
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
             self._fill_ended(infos, np.flatnonzero(dones), terminated, info["final_obs"])
         return observations.detach().cpu().numpy(), rewards, dones, infos
@@ -80,18 +94,18 @@ class TorchVecEnvMixin:
         self.env.close()
 
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        return [getattr(self.env, attr_name)] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
+        return [getattr(self.env, attr_name)] * len(list(self._get_indices(indices)))
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
         setattr(self.env, attr_name, value)
 
     def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list[Any]:
         result = getattr(self.env, method_name)(*method_args, **method_kwargs)
-        return [result] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
+        return [result] * len(list(self._get_indices(indices)))
 
     def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
         """False: rlrun's vector envs are not wrapped in single-env Gymnasium wrappers such as SB3's `Monitor`."""
-        return [False] * len(list(self._get_indices(indices)))  # type: ignore[attr-defined]
+        return [False] * len(list(self._get_indices(indices)))
 
 
 @functools.cache

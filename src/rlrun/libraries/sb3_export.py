@@ -20,6 +20,9 @@ def export_class() -> type:
         """Observations in, actions out: PPO and A2C the action net's mean (argmax for Discrete), SAC and
         TD3 the squashed actor output scaled to the action space's bounds, as SB3's `predict` does."""
 
+        low: torch.Tensor  # registered buffers (for Box actions): tensors, not submodules
+        high: torch.Tensor
+
         def __init__(self, policy: Any, algorithm: str, action_space: Any) -> None:
             super().__init__()
             self.policy = policy

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlrun.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 
 class VectorEnvWrapperMixin:
     """What SKRL's torch and JAX wrappers of rlrun's vector env share: the single env's spaces, no state,
     no rendering (rlrun records videos itself) and no closing (the env is rlrun's to close)."""
 
-    _env: Any
+    _env: TorchVectorEnv
 
     @property
     def observation_space(self) -> Any:
@@ -51,7 +54,7 @@ def _torch_wrapper_class() -> type:
         started. The env is rlrun's to close.
         """
 
-        def __init__(self, env: Any, seed: int | None) -> None:
+        def __init__(self, env: TorchVectorEnv, seed: int | None) -> None:
             super().__init__(env)
             self._seed = seed
             self._observations: Any = None
@@ -90,7 +93,7 @@ def _jax_wrapper_class() -> type:
         """rlrun's torch vector env as SKRL's JAX wrapper: observations, rewards and flags become JAX
         arrays on the JAX device, actions become torch tensors on the env's device."""
 
-        def __init__(self, env: Any, seed: int | None, device: Any) -> None:
+        def __init__(self, env: TorchVectorEnv, seed: int | None, device: Any) -> None:
             super().__init__(env)
             self._device = device
             self._seed = seed
@@ -137,7 +140,7 @@ def jax_device(device: str) -> Any:
         ) from None
 
 
-def wrap_env(env: Any, framework: str, device: str, seed: int | None) -> Any:
+def wrap_env(env: TorchVectorEnv, framework: str, device: str, seed: int | None) -> Any:
     """rlrun's vector env as SKRL's wrapper for `framework`; for JAX, also make its device SKRL's default."""
     if framework == "jax":
         target = jax_device(device)

@@ -18,6 +18,9 @@ def export_class() -> type:
     class SkrlDeterministicPolicy(torch.nn.Module):
         """SKRL's `act` without sampling: what rlrun's `play` does with the agent by default."""
 
+        low: torch.Tensor  # registered buffers (where the model clips its mean): tensors, not submodules
+        high: torch.Tensor
+
         def __init__(self, agent: Any, discrete: bool) -> None:
             super().__init__()
             preprocessor = agent._observation_preprocessor

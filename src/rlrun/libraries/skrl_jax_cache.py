@@ -36,7 +36,7 @@ same executable, without a read.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rlrun.hermetic import register
 from rlrun.hermetic.registry import MISSING, Guard, module_loaded
@@ -169,15 +169,23 @@ def cache_folder() -> Any:
     return cache_root() / FOLDER
 
 
+class _CacheOptions(Protocol):
+    """The two options of `jax.config` read here: JAX makes them attributes at run time, its type declares none."""
+
+    jax_enable_compilation_cache: bool
+    jax_compilation_cache_dir: str | None
+
+
 def use_persistent_cache() -> None:
     """Point JAX's persistent compilation cache at rlrun's folder for the rest of the call (see the module
     docstring); the call's guards put the caller's cache and configuration back."""
     import jax
 
-    if not jax.config.jax_enable_compilation_cache:
+    options = cast(_CacheOptions, jax.config)
+    if not options.jax_enable_compilation_cache:
         return
     folder = str(cache_folder())
-    if jax.config.jax_compilation_cache_dir != folder:
+    if options.jax_compilation_cache_dir != folder:
         jax.config.update("jax_compilation_cache_dir", folder)
     for name in ("jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes"):
         if getattr(jax.config, name) != 0:

@@ -20,19 +20,25 @@ Rewards and done flags are `[num_envs, 1]`, TorchRL's convention. TorchRL is imp
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from gymnasium.spaces import Box, Discrete
+
+    from rlrun.envs import TorchVectorEnv
 
 DONE_KEYS = ("done", "terminated", "truncated")
 
 
-def specs(env: Any) -> dict[str, Any]:
+def specs(env: TorchVectorEnv) -> dict[str, Any]:
     """TorchRL specs for rlrun's vector env: `observation`, `action`, `reward` and `done` (all three flags)."""
     import numpy as np
     import torch
     from torchrl.data import Bounded, Categorical, Composite, Unbounded
 
     n, device = env.num_envs, env.device
-    observation_space, action_space = env.single_observation_space, env.single_action_space
+    observation_space = cast("Box", env.single_observation_space)  # bounds read as a Box's
+    action_space = env.single_action_space
     shape = (n, *observation_space.shape)
     if np.all(np.isfinite(observation_space.low)) and np.all(np.isfinite(observation_space.high)):
         observation = Bounded(
@@ -45,12 +51,13 @@ def specs(env: Any) -> dict[str, Any]:
     else:
         observation = Unbounded(shape=shape, dtype=torch.float32, device=device)
     if type(action_space).__name__ == "Discrete":
-        action = Categorical(int(action_space.n), shape=(n,), dtype=torch.int64, device=device)
+        action = Categorical(int(cast("Discrete", action_space).n), shape=(n,), dtype=torch.int64, device=device)
     else:
-        action_shape = (n, *action_space.shape)
+        box = cast("Box", action_space)
+        action_shape = (n, *box.shape)
         action = Bounded(
-            low=torch.as_tensor(action_space.low, dtype=torch.float32).expand(action_shape),
-            high=torch.as_tensor(action_space.high, dtype=torch.float32).expand(action_shape),
+            low=torch.as_tensor(box.low, dtype=torch.float32).expand(action_shape),
+            high=torch.as_tensor(box.high, dtype=torch.float32).expand(action_shape),
             shape=action_shape,
             dtype=torch.float32,
             device=device,
@@ -70,10 +77,16 @@ def specs(env: Any) -> dict[str, Any]:
 class TorchRLVecEnvMixin:
     """The adapter's logic; `env_class()` mixes it with TorchRL's `EnvBase` on first use (see the module doc)."""
 
-    def __init__(self, env: Any, seed: int | None = None) -> None:
+    if TYPE_CHECKING:  # what `EnvBase` (untyped) gives the mixed class
+        batch_size: Any
+        device: Any
+        full_done_spec: Any
+
+    def __init__(self, env: TorchVectorEnv, seed: int | None = None) -> None:
         import torch
 
-        super().__init__(device=env.device, batch_size=torch.Size([env.num_envs]))  # type: ignore[call-arg]
+        batch_size = torch.Size([env.num_envs])
+        super().__init__(device=env.device, batch_size=batch_size)  # type: ignore[call-arg]  # calls EnvBase's __init__
         self.env = env
         self._seed = seed
         made = specs(env)
@@ -97,11 +110,11 @@ class TorchRLVecEnvMixin:
         else:
             observations = self._restarted  # the env restarted the ended episodes in the step that ended them
         self._restarted = observations
-        flags = self.full_done_spec.zero()  # type: ignore[attr-defined]
+        flags = self.full_done_spec.zero()
         return TensorDict(
             {"observation": observations, **flags},
             batch_size=self.batch_size,
-            device=self.device,  # type: ignore[attr-defined]
+            device=self.device,
         )
 
     def _step(self, tensordict: Any) -> Any:
@@ -123,8 +136,8 @@ class TorchRLVecEnvMixin:
                 "truncated": truncated,
                 "done": terminated | truncated,
             },
-            batch_size=self.batch_size,  # type: ignore[attr-defined]
-            device=self.device,  # type: ignore[attr-defined]
+            batch_size=self.batch_size,
+            device=self.device,
         )
 
     def _set_seed(self, seed: int | None) -> None:

@@ -17,6 +17,9 @@ def export_class() -> type:
     class TorchRLDeterministicPolicy(torch.nn.Module):
         """Observations in, actions out, as the actor under `ExplorationType.DETERMINISTIC` computes them."""
 
+        low: torch.Tensor  # registered buffers (for Box actions): tensors, not submodules
+        high: torch.Tensor
+
         def __init__(self, agent: Agent) -> None:
             super().__init__()
             self.mlp = agent.network()

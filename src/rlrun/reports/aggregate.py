@@ -129,7 +129,7 @@ def _iqm_columns(scores: np.ndarray) -> np.ndarray:
     return np.asarray(flat[cut : flat.shape[0] - cut].mean(axis=0))
 
 
-def iqm(values: Sequence[float]) -> float:
+def iqm(values: Sequence[float] | np.ndarray) -> float:
     """The interquartile mean of `values` (`rliable.metrics.aggregate_iqm`)."""
     import numpy as np
     from rliable import metrics

@@ -9,7 +9,7 @@ import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rlrun.api.checks import check_fields
 from rlrun.api.planning import import_core, plan_train
@@ -28,7 +28,7 @@ class TunePlan:
     out: Path
     storage: str
     study: str
-    direction: str
+    direction: Literal["maximize", "minimize"]
     enqueue: tuple[dict[str, Any], ...]
     worker: Any
     """The `rlrun.tuning.worker.TuneWorker` every slot runs (with its slot number replaced)."""
@@ -81,7 +81,7 @@ def plan_tune(call: Call, request: TuneRequest, echo: bool = False) -> TunePlan:
         out=out,
         storage=storage,
         study=name,
-        direction=request.direction,
+        direction="minimize" if request.direction == "minimize" else "maximize",  # one of DIRECTIONS, checked
         enqueue=enqueue,
         worker=worker,
         executor=request.executor,
