@@ -9,28 +9,47 @@ import pytest
 
 SOURCE = Path(__file__).parents[1] / "src" / "rlrun"
 RL_LIBRARIES = ("rsl_rl", "skrl", "stable_baselines3", "rl_games", "torchrl", "jax", "flax", "optax", "jaxlib")
-BELOW_API = ("rlrun.errors", "rlrun.hermetic", "rlrun.configs", "rlrun.runs", "rlrun.envs", "rlrun.libraries")
+BELOW_API = (
+    "rlrun.errors",
+    "rlrun.trust",
+    "rlrun.hermetic",
+    "rlrun.configs",
+    "rlrun.runs",
+    "rlrun.envs",
+    "rlrun.libraries",
+)
 LAYERS = {
     # package or module -> the rlrun modules it may import (prefixes)
     "errors.py": (),
+    "trust": ("rlrun.errors", "rlrun.trust"),
     "hermetic": ("rlrun.errors", "rlrun.hermetic"),
-    "configs": ("rlrun.errors", "rlrun.configs"),
-    "runs": ("rlrun.errors", "rlrun.runs"),
+    "configs": ("rlrun.errors", "rlrun.trust", "rlrun.configs"),
+    "runs": ("rlrun.errors", "rlrun.trust", "rlrun.runs"),
     "envs": ("rlrun.errors", "rlrun.envs"),
-    "libraries": ("rlrun.errors", "rlrun.hermetic", "rlrun.libraries", "rlrun.envs", "rlrun.configs", "rlrun.runs"),
-    "reports": ("rlrun.errors", "rlrun.reports"),
+    "libraries": (
+        "rlrun.errors",
+        "rlrun.trust",
+        "rlrun.hermetic",
+        "rlrun.libraries",
+        "rlrun.envs",
+        "rlrun.configs",
+        "rlrun.runs",
+    ),
+    "reports": ("rlrun.errors", "rlrun.trust", "rlrun.reports"),
     "executors": ("rlrun.errors", "rlrun.executors"),
     "progress.py": (),
-    "rollout.py": ("rlrun.progress",),
+    "rollout.py": ("rlrun.progress", "rlrun.envs"),
     "api": (*BELOW_API, "rlrun.rollout", "rlrun.progress", "rlrun.api"),
-    "sweep.py": ("rlrun.errors", "rlrun.runs", "rlrun.api"),
+    "sweep.py": ("rlrun.errors", "rlrun.trust", "rlrun.runs", "rlrun.api"),
     "benching": (*BELOW_API, "rlrun.api", "rlrun.sweep", "rlrun.reports", "rlrun.executors", "rlrun.benching"),
     "tuning": (*BELOW_API, "rlrun.api", "rlrun.sweep", "rlrun.reports", "rlrun.executors", "rlrun.tuning"),
     "cli": (
         "rlrun.errors",
+        "rlrun.trust",
         "rlrun.api",
         "rlrun.benching",
         "rlrun.tuning",
+        "rlrun.sweep",
         "rlrun.progress",
         "rlrun.cli",
         "rlrun.hermetic",
@@ -139,7 +158,20 @@ def test_no_module_is_longer_than_400_lines_and_api_stays_under_2500():
     assert sum(count for path, count in lengths.items() if path.is_relative_to(SOURCE / "api")) < 2500
 
 
-CORE = ("hermetic", "api", "benching", "tuning", "sweep.py", "cli", "runs", "envs", "configs", "errors.py", "reports")
+CORE = (
+    "trust",
+    "hermetic",
+    "api",
+    "benching",
+    "tuning",
+    "sweep.py",
+    "cli",
+    "runs",
+    "envs",
+    "configs",
+    "errors.py",
+    "reports",
+)
 
 
 @pytest.mark.parametrize("module", [*CORE, "executors"])

@@ -43,6 +43,12 @@ class MissingDependency(UserError, ImportError):
     """The library is known but not installed; the message names the pip extra."""
 
 
+class UnsafeConfig(InvalidArgument):
+    """A configuration value that would select code outside the table rlrun keeps for the library (a class, a
+    scheduler, an activation, a model expression) or reads as an import path; the message names the key, the
+    value and what rlrun allows there, so the fix is to use one of those (`rlrun.trust.names`)."""
+
+
 class UnsupportedTask(UserError, ValueError):
     """The library cannot train this task (for example a discrete action space for RSL-RL)."""
 

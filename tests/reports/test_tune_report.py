@@ -61,7 +61,7 @@ def test_trials_csv_has_a_row_per_trial_with_params_and_states(tmp_path, study):
 def test_the_report_draws_every_plot_and_leaves_matplotlib_as_it_was(tmp_path, study):
     rc_before = dict(matplotlib.rcParams)
     figures_before = plt.get_fignums()
-    report = write_report(tmp_path, study, "sqlite:///study.db")
+    report = write_report(tmp_path, study, "sqlite:///study.db", study.best_trial)
     assert dict(matplotlib.rcParams) == rc_before, "Optuna's ggplot style must not stay"
     assert plt.get_fignums() == figures_before, "every figure is closed"
     for stem in ("history", "importances", "parallel_coordinates"):

@@ -56,7 +56,7 @@ from rlrun.libraries import Library, check_installed, get_library, libraries_for
 
 CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
-imports lazily (2 s, an env var, warning filters, atexit hooks): an import effect, not the call's.
+imports lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's.
 `import_core` then registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
 VIDEO_IMPORTS = (
     "pygame",
@@ -242,7 +242,7 @@ def pick_threads(requested: int | None, num_envs: int, cores: int | None = None)
 
     Small ops (a step of a few thousand environments, a small MLP's update) run fastest on one thread,
     and with more threads than free cores every op waits for a thread that another process holds: on 2
-    shared cores, a training at torch's default ran up to 8x slower than at one thread
+    shared cores, a training at torch's default is several times slower than at one thread
     (`benchmarks/shared_cpu.py`). Large batches on a large machine still get several threads. The
     caller's own setting comes back after the call (the `torch intra-op threads` guard).
     """

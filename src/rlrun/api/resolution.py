@@ -17,10 +17,12 @@ from typing import Any
 from rlrun import configs, runs
 from rlrun.api.checks import jax_has_cuda
 from rlrun.api.requests import LibraryRequest
+from rlrun.configs.checks import check_value
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call
 from rlrun.libraries import LIBRARIES, Library, check_installed, load_adapter
 from rlrun.libraries.base import Adapter
+from rlrun.trust.limits import read_yaml
 
 
 @dataclass(frozen=True)
@@ -148,14 +150,15 @@ def resolve_configs(
 
     scoped = configs.split_overrides(overrides)
     saved = run.path / "params" if run is not None else None
+    agent: dict[str, Any] | None = None
+    source: dict[str, Any] = {}
     if saved is not None and (saved / "agent.yaml").is_file() and (saved / "env.yaml").is_file():
-        import yaml
-
-        agent = yaml.safe_load((saved / "agent.yaml").read_text(encoding="utf-8"))
-        environment = yaml.safe_load((saved / "env.yaml").read_text(encoding="utf-8"))
+        agent = saved_config(saved / "agent.yaml")
+        environment = saved_config(saved / "env.yaml")
+        with env_errors(target.task):
+            check_saved_env(environment, env_config(target.task), saved / "env.yaml")
         source = {"from": "run", "path": str(saved / "agent.yaml")}
     else:
-        agent = source = None
         with env_errors(target.task):
             environment = env_config(target.task)
     if agent is None or agent_config is not None:
@@ -166,11 +169,56 @@ def resolve_configs(
             path=agent_config,
             steps_per_iteration=target.adapter.env_steps_per_iteration,
         )
-    return (
-        configs.apply_overrides(agent, scoped["agent"], scope="agent"),
-        configs.apply_overrides(environment, scoped["env"], scope="env"),
-        source,
-    )
+    check_code(target, agent, str(source.get("path") or "the agent configuration"))
+    merged = configs.apply_overrides(agent, scoped["agent"], scope="agent")
+    if scoped["agent"]:
+        check_code(target, merged, "override")
+    return merged, configs.apply_overrides(environment, scoped["env"], scope="env"), source
+
+
+def check_code(target: Target, agent: dict[str, Any], origin: str) -> None:
+    """Refuse (`UnsafeConfig`, one line) an agent configuration that selects code outside the library's tables
+    or names an import path (`rlrun.trust.names`): a run's `params/agent.yaml`, an `--agent_config` file or an
+    override is data, and no string of it reaches the library unless the table allows it. `origin` names the
+    file, or `"override"`."""
+    from rlrun.libraries.base import code_tables
+    from rlrun.trust.names import check_config
+
+    names, source = code_tables(target.adapter)
+    check_config(agent, names, source, library=target.library.name, origin=origin)
+
+
+SAVED_FIX = "repair it from a copy of the run, or pass --checkpoint or --load_run to use another run"
+"""What to do about a run whose `params/*.yaml` cannot be used."""
+
+
+def saved_config(path: Path) -> dict[str, Any]:
+    """A run's `params/agent.yaml` or `params/env.yaml`: a mapping of string keys, read as data with the limits
+    of `rlrun.trust.limits` (a run folder may come from someone else)."""
+    config = read_yaml(path, "run file")
+    if not isinstance(config, dict) or not all(isinstance(key, str) for key in config):
+        kinds = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
+        kind = (
+            "nothing"
+            if config is None
+            else "a mapping with keys that are not strings"
+            if isinstance(config, dict)
+            else kinds.get(type(config), type(config).__name__)
+        )
+        raise InvalidArgument(f"run file {str(path)!r} holds {kind}, not a mapping of keys; {SAVED_FIX}.")
+    return config
+
+
+def check_saved_env(environment: dict[str, Any], known: dict[str, Any], path: Path) -> None:
+    """Refuse a run's env.yaml key that the task's constructor does not take (`known`: `env_config`'s keys), or
+    a value that cannot stand where the task's default stands, before the constructor sees them."""
+    for key, value in environment.items():
+        if key not in known:
+            raise InvalidArgument(
+                f"run file {str(path)!r} sets {key!r}, which the task does not take."
+                f"{did_you_mean(key, known, listing=0)} Its keys: {', '.join(sorted(known))}; {SAVED_FIX}."
+            )
+        check_value(known, value, key, "env", origin=f"run file {str(path)!r}")
 
 
 def steps_per_iteration(target: Target, library_config: dict[str, Any], num_envs: int) -> int:

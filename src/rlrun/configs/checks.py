@@ -24,7 +24,9 @@ def check_value(config: Mapping[str, Any], new: Any, key: str, scope: str, origi
     """Refuse `new` at dotted `key` of `config` when it cannot stand where the default stood: a number or a
     boolean where one stood, a list where a list stood (of integers where integers stood), a mapping where a
     mapping stood, a learning rate that is not positive, a count below 1. `origin` names where the value came
-    from: `"override"`, or the file it was read from."""
+    from: `"override"`, or the file it was read from. Text is no type question here: a string that selects code
+    (a class, a scheduler, an activation, a model expression) is held against the library's table while the call
+    is planned (`rlrun.trust.names`, from `rlrun.api.resolution.check_code`)."""
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
     old: Any = config

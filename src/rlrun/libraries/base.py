@@ -12,16 +12,21 @@ for adding a library is in ARCHITECTURE.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rlrun.errors import CorruptCheckpoint
+from rlrun.trust.names import Rule
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 
 class Adapter(Protocol):
-    """What rlrun reads from a library adapter module: four tables and six functions."""
+    """What rlrun reads from a library adapter module: four tables and six functions (and, optionally, the
+    trust tables of `CODE_MEMBERS`)."""
 
     IMPORTS: dict[str, tuple[str, ...]]
     """Per ML framework it runs on (`torch`, `jax`): the modules to import before the hermetic scope
@@ -77,6 +82,19 @@ ADAPTER_MEMBERS: tuple[str, ...] = (
 )
 """The members of `Adapter`, in the order its docs list them (a test keeps this list and the Protocol equal)."""
 
+CODE_MEMBERS: tuple[str, ...] = ("CODE_NAMES", "CODE_SOURCE")
+"""Optional members of an adapter module, its trust tables (`rlrun.trust.names`): `CODE_NAMES`, a mapping of
+dotted key patterns of the library's configuration (`*` any one key or list index, `**` any number of them)
+to what a value there may be (the names rlrun allows, an `Expression` or an `Identifier`), covering every key
+whose value the library turns into code (imports, evaluates, writes into source); `CODE_SOURCE`, the sections
+the library writes into source code. A module without them gets empty tables: every configuration is still
+refused an import path."""
+
+
+def code_tables(adapter: Any) -> tuple[Mapping[str, Rule], tuple[str, ...]]:
+    """The adapter's `CODE_NAMES` and `CODE_SOURCE` (see `CODE_MEMBERS`), empty where it declares none."""
+    return dict(getattr(adapter, "CODE_NAMES", {})), tuple(getattr(adapter, "CODE_SOURCE", ()))
+
 
 def missing_members(module: Any) -> list[str]:
     """The members of `Adapter` that `module` lacks, or that are not callable where a function is due."""
@@ -101,7 +119,7 @@ class Policy(Protocol):
 class TrainJob:
     """Everything an adapter needs to train: validated, resolved, with the run directory made."""
 
-    env: Any
+    env: TorchVectorEnv
     """rlrun's torch vector env (Gymnasium `VectorEnv`, SAME_STEP autoreset), already seeded."""
     stats: Any
     """The `EpisodeStatistics` wrapper around `env` (env steps, finished episode returns)."""
@@ -146,7 +164,7 @@ class TrainOutcome:
 class PlayJob:
     """Everything an adapter needs to rebuild a trained policy."""
 
-    env: Any
+    env: TorchVectorEnv
     config: dict[str, Any]
     checkpoint: Path
     device: str
@@ -158,30 +176,16 @@ class PlayJob:
     """The call's seed (the API has seeded the global RNGs with it); for a library that seeds its own."""
 
 
-def unreadable(path: Path, what: str, error: BaseException) -> CorruptCheckpoint:
-    """The error for a checkpoint file that a reader failed on, whatever it raised (a damaged file makes
-    unpicklers raise anything from `EOFError` to `IndexError`): its path, size, the reader's reason and the fix.
-
-    torch's weights-only loader explains how to load the file unsafely; rlrun gives its reason (the object it
-    refused) instead, and says what the file is not."""
-    import re
-
-    size = path.stat().st_size if path.exists() else 0
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip()
-    refused = re.search(r"WeightsUnpickler error:\s*(.+?)(?:\.\s|\n|$)", text)
-    if refused:
-        reason = (
-            f"it holds an object that is not tensors, numbers or containers ({refused.group(1).strip()}); "
-            "rlrun loads checkpoints with torch.load(weights_only=True), so pass a checkpoint that rlrun or the "
-            "library wrote"
-        )
-    else:
-        reason = text.splitlines()[0] if text else type(error).__name__
-    return CorruptCheckpoint(f"checkpoint {str(path)!r} ({size} bytes) cannot be read as {what}: {reason}")
-
-
 def require_keys(path: Path, state: Any, keys: tuple[str, ...], what: str) -> None:
     """Raise `CorruptCheckpoint` unless the loaded `state` is a dict holding every key of `keys`."""
     missing = [key for key in keys if not isinstance(state, dict) or key not in state]
     if missing:
         raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not {what} (missing {', '.join(missing)}).")
+
+
+def require_count(path: Path, state: dict[str, Any], key: str, what: str) -> int:
+    """The loaded `state[key]` as a count (an integer from 0 to 2**62); `CorruptCheckpoint` for anything else."""
+    value = state.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1 << 62:
+        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not {what} ({key} {str(value)[:40]!r} is not a count).")
+    return value

@@ -16,7 +16,9 @@ adapter does on top:
 - the tensorboardX writer rl_games never closes is closed in `finally`;
 - rl_games' checkpoint saves go through rlrun's atomic writer, in rl_games' own format and names
   (`nn/last_<name>_ep_<epoch>_rew_<return>.pth`, and `nn/<name>.pth` for its best so far); a training
-  stopped early is saved under the first name as of its last finished epoch.
+  stopped early is saved under the first name as of its last finished epoch;
+- a checkpoint is read once, as data, and its checked state restored into the agent or player: rl_games'
+  own `restore(path)` is never given a path.
 
 The parts: rl_games' `params` and their checks (`rlrun.libraries.rl_games_config`), the env
 (`rl_games_env`), reading checkpoints safely (`rl_games_checkpoints`) and the exported policy module
@@ -36,7 +38,8 @@ from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Guard, module_loaded, register, torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
 from rlrun.libraries.rl_games_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
-from rlrun.libraries.rl_games_checkpoints import checkpoint_path, read_checkpoint
+from rlrun.libraries.rl_games_checkpoints import checkpoint_path, read_checkpoint, restore_agent, restore_player
+from rlrun.libraries.rl_games_config import CODE_NAMES as CODE_NAMES  # the adapter's trust table
 from rlrun.libraries.rl_games_config import env_steps_per_iteration as env_steps_per_iteration  # the adapter's member
 from rlrun.libraries.rl_games_config import runner_params
 from rlrun.libraries.rl_games_env import RlGamesVecEnv
@@ -107,26 +110,36 @@ def _seed_globals(seed: int) -> None:
     random.seed(seed)
 
 
-class AgentObserver:
-    """rl_games' `DefaultAlgoObserver` that also keeps the agent and routes its checkpoint saves.
+CHECKED_STATE = "<the checkpoint state rlrun read and checked>"
+"""What rlrun passes as rl_games' `checkpoint` argument when resuming: not a path. The agent's `restore`, which
+`AgentObserver` replaces, restores the checked state instead of reading a file."""
 
-    rl_games hands the agent to its observer only (`after_init`); rlrun needs it to close its writer
-    and to send `agent.save(path)` through `save(agent, path)`. `epochs` is the last epoch whose
-    `train_epoch` (rollout and update) ran in this call, None before the first: rl_games counts an epoch
-    when it starts it, and a training stopped in the middle of one is saved at the one before.
+
+class AgentObserver:
+    """rl_games' `DefaultAlgoObserver` that also keeps the agent and routes its checkpoint saves and restores.
+
+    rl_games hands the agent to its observer only (`after_init`); rlrun needs it to close its writer, to send
+    `agent.save(path)` through `save(agent, path)` and to make `agent.restore` restore `state` (the checkpoint
+    rlrun read and checked) whatever it is passed. `epochs` is the last epoch whose `train_epoch` (rollout and
+    update) ran in this call, None before the first: rl_games counts an epoch when it starts it, and a training
+    stopped in the middle of one is saved at the one before.
     """
 
-    def __init__(self, save: Any) -> None:
+    def __init__(self, save: Any, state: dict[str, Any] | None = None) -> None:
         from rl_games.common.algo_observer import DefaultAlgoObserver
 
         self.inner = DefaultAlgoObserver()
         self.agent: Any = None
         self.epochs: int | None = None
         self._save = save
+        self._state = state
 
     def after_init(self, agent: Any) -> None:
         self.agent = agent
         agent.save = lambda path: self._save(agent, path)
+        state = self._state
+        if state is not None:
+            agent.restore = lambda _checkpoint, set_epoch=True: restore_agent(agent, state, set_epoch)
         train_epoch = agent.train_epoch
 
         def counted_train_epoch() -> Any:
@@ -157,7 +170,8 @@ def train(job: TrainJob) -> TrainOutcome:
         name = os.path.relpath(f"{path}.pth", job.run_dir)
         saved.append(job.save_checkpoint(name, lambda temporary: torch.save(state, temporary), state["epoch"]))
 
-    observer = AgentObserver(save)
+    state = read_checkpoint(job.resume_from, map_location=job.device) if job.resume_from is not None else None
+    observer = AgentObserver(save, state)
     runner = Runner(algo_observer=observer)  # sets TF32, matmul precision 'high' and cudnn.benchmark itself
     # rl_games' policy (TF32 on, cuDNN autotuning on), stated after its Runner sets it; off for determinism.
     torch_backend_flags(
@@ -167,7 +181,7 @@ def train(job: TrainJob) -> TrainOutcome:
         benchmark=not job.deterministic,
     )
     params = runner_params(job.config, RlGamesVecEnv(job.env, job.seed), job.env.num_envs, job.device)
-    start = int(read_checkpoint(job.resume_from)["epoch"]) if job.resume_from is not None else 0
+    start = int(state["epoch"]) if state is not None else 0
     params["seed"] = job.seed
     params["config"].update(
         train_dir=str(job.run_dir.parent), full_experiment_name=job.run_dir.name, max_epochs=start + job.max_iterations
@@ -176,9 +190,7 @@ def train(job: TrainJob) -> TrainOutcome:
         runner.load_config(params)
         _seed_globals(job.seed)
         try:
-            runner.run_train(
-                {"train": True, "play": False, "checkpoint": str(job.resume_from) if job.resume_from else None}
-            )
+            runner.run_train({"train": True, "play": False, "checkpoint": None if state is None else CHECKED_STATE})
         except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the agent has learned
             agent = observer.agent
             epoch = observer.epochs if observer.epochs is not None else start
@@ -191,7 +203,7 @@ def train(job: TrainJob) -> TrainOutcome:
     finally:
         writer = getattr(observer.agent, "writer", None)
         if writer is not None:
-            writer.close()  # rl_games never closes it: a thread, a queue and 3 file descriptors per call
+            writer.close()  # rl_games never closes it: a thread, a queue and open files per call
     return TrainOutcome(iterations=observer.agent.epoch_num, checkpoint=saved[-1] if saved else None)
 
 
@@ -200,7 +212,8 @@ def train(job: TrainJob) -> TrainOutcome:
 
 def load_policy(job: PlayJob) -> Policy:
     """Rebuild the agent's network with rl_games' own player, load the checkpoint, return its actions."""
-    return PlayerPolicy(_player(job), job.env.num_envs, job.env.single_action_space.shape, job.deterministic)
+    shape = job.env.single_action_space.shape or ()  # a Box's, or a Discrete's `()`: never None here
+    return PlayerPolicy(_player(job), job.env.num_envs, shape, job.deterministic)
 
 
 class PlayerPolicy:
@@ -227,14 +240,14 @@ class PlayerPolicy:
 
 
 def _player(job: PlayJob) -> Any:
-    """rl_games' own player for the agent, with the checkpoint restored."""
+    """rl_games' own player for the agent, with the checkpoint's checked state restored."""
     from rl_games.algos_torch import players
 
     vec_env = RlGamesVecEnv(job.env, None)
     params = runner_params(job.config, vec_env, job.env.num_envs, job.device)
     player_class = {"a2c_discrete": players.PpoPlayerDiscrete, "a2c_continuous": players.PpoPlayerContinuous}
     player = player_class[params["algo"]["name"]](params)
-    player.restore(str(job.checkpoint))
+    restore_player(player, read_checkpoint(job.checkpoint, map_location=job.device))
     player.has_batch_dimension = True
     return player
 

@@ -5,6 +5,11 @@ model for the task's action space, and only the matching `network.space` entry i
 are filled in. One `--max_iterations` unit is one rl_games epoch, `horizon_length` steps of every env, and
 `env_steps_per_iteration` also checks that minibatches (and a recurrent network's sequences) tile it, which
 rl_games would only find once it had built the agent.
+
+rl_games looks every name of its configuration up in its own registries (`ObjectFactory`: agents, models,
+networks, activations, initialisers; the global ones are guarded by the adapter): nothing in it imports or
+evaluates text. `CODE_NAMES` lists the names rlrun allows all the same, so that a name rl_games would refuse
+only once the run directory exists (or a registry entry that something else added) is refused while planning.
 """
 
 from __future__ import annotations
@@ -14,11 +19,43 @@ from typing import Any
 
 from rlrun.errors import InvalidArgument
 from rlrun.libraries.rl_games_env import RlGamesVecEnv
+from rlrun.trust.names import Rule
 
 AGENTS = {"Discrete": ("a2c_discrete", "discrete_a2c"), "Box": ("a2c_continuous", "continuous_a2c_logstd")}
 """Action space class -> the rl_games agent (`algo.name`) and model (`model.name`) that `auto` stands for."""
 SPACE_KEYS = {"Discrete": "discrete", "Box": "continuous"}
 """Action space class -> the `network.space` entry rl_games builds its policy head from."""
+ACTIVATIONS = ("relu", "tanh", "sigmoid", "elu", "selu", "swish", "gelu", "softplus", "None")
+"""rl_games' `activations_factory` names (`None`: no activation)."""
+INITIALIZERS = (
+    "default",
+    "const_initializer",
+    "orthogonal_initializer",
+    "glorot_normal_initializer",
+    "glorot_uniform_initializer",
+    "variance_scaling_initializer",
+    "random_uniform_initializer",
+    "kaiming_normal",
+    "orthogonal",
+)
+"""rl_games' `init_factory` names."""
+CODE_NAMES: dict[str, Rule] = {
+    "params.algo.name": ("auto", *(agent for agent, _ in AGENTS.values())),
+    "params.model.name": ("auto", *(model for _, model in AGENTS.values())),
+    "**.network.name": ("actor_critic",),
+    "**.rnn.name": ("lstm", "gru"),
+    "**.activation": ACTIVATIONS,
+    "**.mu_activation": ACTIVATIONS,
+    "**.sigma_activation": ACTIVATIONS,
+    "**.value_activation": ACTIVATIONS,
+    "**.initializer.name": INITIALIZERS,
+    "**.mu_init.name": INITIALIZERS,
+    "**.sigma_init.name": INITIALIZERS,
+    "params.config.lr_schedule": ("adaptive", "linear", "None"),
+}
+"""rlrun's table of the names in rl_games' `params` that select a class or function (the adapter's `CODE_NAMES`;
+`rlrun.trust.names`): the PPO agents and models `AGENTS` maps, the actor-critic network, its RNNs,
+activations, initialisers and learning-rate schedules."""
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:

@@ -4,18 +4,26 @@ RSL-RL changes no process setting; it consumes the torch RNG, never closes its T
 writer (closed here in `finally`), prints a table per iteration (redirected by the caller) and
 consumes its configuration dict (deep-copied per call). It has no categorical distribution, so
 it trains continuous (Box) tasks only. Checkpoints are `model_<iteration>.pt`, written atomically (a
-training stopped early is saved as of the last iteration whose update ran);
-RSL-RL's own loader uses `torch.load(weights_only=False)`, so rlrun first reads every checkpoint
-with `weights_only=True` and refuses files that do not pass.
+training stopped early is saved as of the last iteration whose update ran).
+RSL-RL's own loader (`runner.load(path)`) unpickles with `weights_only=False`, so rlrun never hands it a
+path: it reads the file once with `weights_only=True` (`rlrun.trust.checkpoints`) and gives the state it
+checked to the algorithm's `load`, as `runner.load` would after its own read.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rlrun.hermetic import torch_backend_flags
-from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_keys, unreadable
+from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome, require_count, require_keys
+from rlrun.libraries.rsl_rl_config import CODE_NAMES as CODE_NAMES  # the adapter's trust table
+from rlrun.trust.checkpoints import read_weights
+
+if TYPE_CHECKING:
+    from gymnasium.spaces import Box
+
+    from rlrun.envs import TorchVectorEnv
 
 IMPORTS = {"torch": ("tensordict", "rsl_rl", "rsl_rl.runners", "torch.utils.tensorboard", "git")}
 ALGORITHMS = {"ppo": ("Box",)}
@@ -30,13 +38,23 @@ def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
 
 def check_checkpoint(path: Path) -> None:
     """Load the file with `weights_only=True` and check it holds an RSL-RL runner state."""
-    import torch
+    read_checkpoint(path)
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise unreadable(path, "an RSL-RL checkpoint", error) from error
+
+def read_checkpoint(path: Path, map_location: str = "cpu") -> dict[str, Any]:
+    """The RSL-RL runner state in the file, read once and loaded with `weights_only=True` onto `map_location`."""
+    state = read_weights(path, "an RSL-RL checkpoint", map_location=map_location)
     require_keys(path, state, CHECKPOINT_KEYS, "an RSL-RL runner checkpoint")
+    require_count(path, state, "iter", "an RSL-RL runner checkpoint")
+    return state
+
+
+def _restore(runner: Any, path: Path, device: str) -> None:
+    """What RSL-RL's `runner.load(path)` does, from the state rlrun read and checked: the algorithm loads
+    weights, optimiser (and its learning rate) and normaliser statistics, and the iteration counter comes back."""
+    state = read_checkpoint(path, map_location=device)
+    if runner.alg.load(state, None, True):
+        runner.current_learning_iteration = state["iter"]
 
 
 class RslRlVecEnv:
@@ -46,10 +64,10 @@ class RslRlVecEnv:
     `extras["time_outs"]` marks truncations that were not terminations, so PPO bootstraps them.
     """
 
-    def __init__(self, env: Any, config: dict[str, Any], seed: int | None) -> None:
+    def __init__(self, env: TorchVectorEnv, config: dict[str, Any], seed: int | None) -> None:
         import torch
 
-        space = env.single_action_space
+        space = cast("Box", env.single_action_space)  # RSL-RL acts in Box spaces only (`ALGORITHMS`)
         self.env = env
         self.cfg = config
         self.num_envs = env.num_envs
@@ -81,7 +99,7 @@ class RslRlVecEnv:
         return self._observations, rewards, dones.to(torch.long), {"time_outs": truncated & ~terminated}
 
 
-def _runner(env: Any, config: dict[str, Any], log_dir: Path | None, device: str, seed: int | None) -> Any:
+def _runner(env: TorchVectorEnv, config: dict[str, Any], log_dir: Path | None, device: str, seed: int | None) -> Any:
     from rsl_rl.runners import OnPolicyRunner
 
     runner = OnPolicyRunner(
@@ -117,7 +135,7 @@ def train(job: TrainJob) -> TrainOutcome:
         if job.resume_from is not None:
             # Weights, optimiser (and its learning rate), normaliser statistics and the iteration counter come
             # back; RSL-RL would repeat the saved iteration's number, so the count continues after it.
-            runner.load(str(job.resume_from), map_location=job.device)
+            _restore(runner, job.resume_from, job.device)
             runner.current_learning_iteration += 1
         first = runner.current_learning_iteration
         try:
@@ -156,7 +174,7 @@ def _count_updates(algorithm: Any) -> list[int]:
 def export_policy(job: PlayJob) -> Any:
     """The deterministic actor as a plain module on the CPU: observation normaliser, MLP, mean action."""
     runner = _runner(job.env, job.config, None, "cpu", None)
-    runner.load(str(job.checkpoint), map_location="cpu")
+    _restore(runner, job.checkpoint, "cpu")
     return runner.alg.get_policy().as_jit().to("cpu")
 
 
@@ -165,7 +183,7 @@ def load_policy(job: PlayJob) -> Policy:
     import torch
 
     runner = _runner(job.env, job.config, None, job.device, None)
-    runner.load(str(job.checkpoint), map_location=job.device)
+    _restore(runner, job.checkpoint, job.device)
     actor = runner.get_inference_policy(job.device)
     rsl_env = runner.env
     stochastic = not job.deterministic

@@ -19,9 +19,10 @@ cycle: `train_freq` steps per env, then `gradient_steps` updates (`train_freq` m
 episodes).
 
 Checkpoints (`rlrun.libraries.sb3_checkpoints`): SB3's own `.zip` (`model_<iterations>.zip`; a training
-stopped early is saved as of its last finished rollout), read back with SB3's `load`, which unpickles the
-hyperparameters, spaces and schedules kept in the zip: load only files you trust. The exported policy
-module is `rlrun.libraries.sb3_export`'s.
+stopped early is saved as of its last finished rollout). They are never read back with SB3's `load`, which
+unpickles the hyperparameters, spaces and schedules kept in the zip: play, export and `--resume` build the
+model from the agent configuration and the task's env, and load the zip's tensors, read with
+`weights_only=True`, into it. The exported policy module is `rlrun.libraries.sb3_export`'s.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import UnsupportedTask
 from rlrun.hermetic import torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
-from rlrun.libraries.sb3_checkpoints import callback_class, check_saved_algorithm, writer
+from rlrun.libraries.sb3_checkpoints import build_model, callback_class, writer
 from rlrun.libraries.sb3_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
+from rlrun.libraries.sb3_config import CODE_NAMES as CODE_NAMES  # the adapter's trust table
 from rlrun.libraries.sb3_config import algorithm_class, constructor_kwargs
 from rlrun.libraries.sb3_config import env_steps_per_iteration as env_steps_per_iteration  # the adapter's member
 from rlrun.libraries.sb3_env import vec_env_class
@@ -58,22 +59,16 @@ def __getattr__(name: str) -> Any:
 
 
 def _model(job: TrainJob, vec_env: Any) -> Any:
-    """Build the algorithm from the configuration, or load it from `job.resume_from` with its hyperparameters."""
-    cls = algorithm_class(job.algorithm)
-    kwargs = constructor_kwargs(job.config, job.algorithm, vec_env.action_space)
+    """Build the algorithm from the configuration; resuming, load `job.resume_from`'s weights, optimiser states
+    and counters into it (the configuration's hyperparameters and network, the checkpoint's values)."""
     if job.resume_from is None:
+        cls = algorithm_class(job.algorithm)
+        kwargs = constructor_kwargs(job.config, job.algorithm, vec_env.action_space)
         return cls(job.config.get("policy", "MlpPolicy"), vec_env, seed=job.seed, device=job.device, **kwargs)
-    check_saved_algorithm(job.resume_from, job.algorithm)
-    kwargs.pop("policy_kwargs", None)  # the network is the checkpoint's; SB3 refuses other policy_kwargs
-    try:
-        model = cls.load(job.resume_from, env=vec_env, device=job.device, **kwargs)
-    except ValueError as error:  # SB3 checks the saved spaces against the env's: another task's checkpoint
-        reason = " ".join(str(error).split())[:300]
-        raise UnsupportedTask(
-            f"checkpoint {str(job.resume_from)!r} does not fit this task ({reason}); "
-            "pass the --task it was trained on, or another checkpoint."
-        ) from None
-    model.set_random_seed(job.seed)
+    model = build_model(
+        job.resume_from, job.config, job.algorithm, vec_env, device=job.device, seed=job.seed, play=False
+    )
+    model.set_random_seed(job.seed)  # the RNGs as a fresh training's start, whatever building the model drew
     return model
 
 
@@ -120,19 +115,12 @@ def train(job: TrainJob) -> TrainOutcome:
 
 
 def load_policy(job: PlayJob) -> Policy:
-    """Load the model with SB3's own loader and return its `predict` on torch tensors."""
+    """Build the model with the checkpoint's weights loaded (`build_model`) and return its `predict` on torch
+    tensors."""
     import torch
-    from stable_baselines3.common.utils import check_for_correct_spaces
 
-    check_saved_algorithm(job.checkpoint, job.algorithm)
-    model = algorithm_class(job.algorithm).load(job.checkpoint, device=job.device)
-    try:
-        check_for_correct_spaces(vec_env_class()(job.env), model.observation_space, model.action_space)
-    except ValueError as error:
-        raise UnsupportedTask(
-            f"checkpoint {str(job.checkpoint)!r} does not fit this task ({error}); "
-            "pass the --task it was trained on, or another checkpoint."
-        ) from None
+    vec_env = vec_env_class()(job.env)
+    model = build_model(job.checkpoint, job.config, job.algorithm, vec_env, device=job.device, seed=None, play=True)
     deterministic = job.deterministic
 
     def policy(observations: Any) -> Any:
@@ -147,6 +135,6 @@ def load_policy(job: PlayJob) -> Policy:
 
 def export_policy(job: PlayJob) -> Any:
     """The model's deterministic policy on the CPU, as `predict(deterministic=True)` computes it before clipping."""
-    check_saved_algorithm(job.checkpoint, job.algorithm)
-    model = algorithm_class(job.algorithm).load(job.checkpoint, device="cpu")
+    vec_env = vec_env_class()(job.env)
+    model = build_model(job.checkpoint, job.config, job.algorithm, vec_env, device="cpu", seed=None, play=True)
     return export_class()(model.policy, job.algorithm, model.action_space)

@@ -15,12 +15,38 @@ from typing import Any
 
 from rlrun.configs import RUN_KEYS
 from rlrun.errors import InvalidArgument, did_you_mean
+from rlrun.trust.names import Rule
 
 CLASS_NAMES = {"ppo": "PPO", "a2c": "A2C", "sac": "SAC", "td3": "TD3"}
 ADAPTER_KEYS = ("policy", "save_interval", "noise_type", "noise_std")
 """Configuration keys the adapter consumes; every other key is a keyword of the algorithm's constructor."""
 SCHEDULED_KEYS = ("learning_rate", "clip_range", "clip_range_vf")
 """Constructor keywords that may be RL Zoo's linear schedules (`lin_1e-3`) as well as numbers."""
+ACTIVATIONS = (
+    "Tanh",
+    "ReLU",
+    "ELU",
+    "SELU",
+    "CELU",
+    "GELU",
+    "SiLU",
+    "Mish",
+    "LeakyReLU",
+    "Sigmoid",
+    "Softplus",
+    "Hardtanh",
+    "Hardswish",
+)
+"""The `torch.nn` activation modules `policy_kwargs.activation_fn` may name (RL Zoo's among them)."""
+CODE_NAMES: dict[str, Rule] = {
+    "policy": ("MlpPolicy", "CnnPolicy", "MultiInputPolicy"),
+    "policy_kwargs.activation_fn": ACTIVATIONS,
+    "noise_type": ("normal", "ornstein-uhlenbeck", "none"),
+}
+"""rlrun's table of the names in an SB3 configuration (the adapter's `CODE_NAMES`; `rlrun.trust.names`): SB3's
+policy aliases (RL Zoo's entries name all three), the activation class, the exploration noise. Every other class
+SB3 takes (a features extractor, an optimiser, a replay buffer) cannot be named in a configuration: a string
+there is no class, and one that reads as an import path is refused."""
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:

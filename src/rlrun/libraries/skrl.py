@@ -16,9 +16,9 @@ executables the latest one loaded from memory (`rlrun.libraries.skrl_jax_cache`,
 globals); at its end it lets go of what JAX's in-memory caches hold of its agent
 (`rlrun.libraries.skrl_jax_traces`).
 
-Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read before SKRL's loader sees them) are
-`rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is `rlrun.libraries.skrl_env`'s; the exported
-policy module is `rlrun.libraries.skrl_export`'s.
+Checkpoints (`<run>/checkpoints/agent_<timestep>.pt` or `.pickle`, read once as data and loaded into the agent
+without SKRL's loader of a path) are `rlrun.libraries.skrl_checkpoints`'s; the env as SKRL sees it is
+`rlrun.libraries.skrl_env`'s; the exported policy module is `rlrun.libraries.skrl_export`'s.
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ from typing import Any
 from rlrun.hermetic import attributes_guard, register, torch_backend_flags
 from rlrun.hermetic.registry import Guard, module_loaded
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
-from rlrun.libraries.skrl_checkpoints import CheckpointWriter, check_framework_of, load_checkpoint
+from rlrun.libraries.skrl_checkpoints import CheckpointWriter, load_checkpoint, read_checkpoint
 from rlrun.libraries.skrl_checkpoints import check_checkpoint as check_checkpoint  # the adapter's member
-from rlrun.libraries.skrl_config import runner_config, timesteps_per_iteration
+from rlrun.libraries.skrl_config import CODE_NAMES as CODE_NAMES  # the adapter's trust tables
+from rlrun.libraries.skrl_config import CODE_SOURCE as CODE_SOURCE
+from rlrun.libraries.skrl_config import hand_over, runner_config, timesteps_per_iteration
 from rlrun.libraries.skrl_env import wrap_env
 from rlrun.libraries.skrl_export import export_class
 from rlrun.libraries.skrl_jax_cache import use_persistent_cache
@@ -125,12 +127,13 @@ def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:
 
 
 def make_runner(env: Any, config: dict[str, Any], framework: str) -> Any:
-    """SKRL's own `Runner` for `framework` (it seeds, then builds models, memory, agent and trainer)."""
+    """SKRL's own `Runner` for `framework` (it seeds, then builds models, memory, agent and trainer), handed the
+    configuration as `hand_over` makes it: checked, classes for names, rlrun's text for expressions."""
     if framework == "jax":
         from skrl.utils.runner.jax import Runner
     else:
         from skrl.utils.runner.torch import Runner
-    return Runner(env, config)
+    return Runner(env, hand_over(config, framework))
 
 
 def bootstrap_from_final_observations(agent: Any) -> None:
@@ -173,6 +176,7 @@ def train(job: TrainJob) -> TrainOutcome:
     timesteps = job.max_iterations * per_iteration
     if job.ml_framework == "jax":
         use_persistent_cache()  # SKRL's executables, compiled again by every call, come from the disk
+    modules = None if job.resume_from is None else read_checkpoint(job.resume_from, job.ml_framework, job.device)
     env = wrap_env(job.env, job.ml_framework, job.device, job.seed)
     config = runner_config(
         job.config, seed=job.seed, timesteps=timesteps, run_dir=job.run_dir, action_space=env.action_space
@@ -194,9 +198,8 @@ def train(job: TrainJob) -> TrainOutcome:
         checkpoints = agent.write_checkpoint = CheckpointWriter(agent, job, per_iteration)
         checkpoints.count_timesteps()
         bootstrap_from_final_observations(agent)
-        if job.resume_from is not None:
-            check_framework_of(job.resume_from, job.ml_framework)
-            load_checkpoint(agent, job.resume_from)
+        if job.resume_from is not None and modules is not None:
+            load_checkpoint(agent, job.resume_from, modules)
         try:
             runner.run("train")
         except KeyboardInterrupt as stop:  # Ctrl-C, SIGTERM or a stop request: keep what the agent has learned
@@ -220,7 +223,7 @@ def load_policy(job: PlayJob) -> Policy:
 def _agent(job: PlayJob) -> tuple[Any, Any]:
     """The agent rebuilt by SKRL's `Runner` (no writer, no checkpoints), checkpoint loaded, in eval mode,
     and SKRL's view of the env."""
-    check_framework_of(job.checkpoint, job.ml_framework)
+    modules = read_checkpoint(job.checkpoint, job.ml_framework, job.device)
     if job.ml_framework == "jax":
         use_persistent_cache()
     env = wrap_env(job.env, job.ml_framework, job.device, None)
@@ -233,7 +236,7 @@ def _agent(job: PlayJob) -> tuple[Any, Any]:
     )
     config["agent"]["experiment"].update(write_interval=0, checkpoint_interval=0)  # no writer, no directory
     agent = make_runner(env, config, job.ml_framework).agent
-    load_checkpoint(agent, job.checkpoint)
+    load_checkpoint(agent, job.checkpoint, modules)
     agent.enable_training_mode(False, apply_to_models=True)
     return agent, env
 

@@ -3,11 +3,14 @@
 Checkpoints keep SKRL's names under `<run>/checkpoints/` (`agent_<timestep>.pt` for torch,
 `agent_<timestep>.pickle` for JAX, and `best_agent.*`), written through rlrun's atomic writer and
 recorded in run.json; the last timestep is always saved, and a training stopped early is saved as of its
-last finished iteration. Torch checkpoints are read with
-`torch.load(weights_only=True)` before SKRL's loader (`weights_only=False`) sees them. JAX checkpoints
-are SKRL's pickle of one flax msgpack blob per module, which `torch.load` cannot read: rlrun unpickles
-them first with an unpickler that refuses every global (so no code can run) and parses each blob
-with msgpack, before SKRL's loader (`pickle.load`) sees them.
+last finished iteration.
+
+SKRL's own loader (`agent.load(path)`) unpickles with `weights_only=False` (torch) or `pickle.load` (JAX), so
+rlrun never hands it a path: it reads the file once (`rlrun.trust.checkpoints`), checks those bytes and loads
+the modules it checked as `agent.load` would after its own read (`load_checkpoint`). Torch checkpoints are
+loaded with `torch.load(weights_only=True)`. JAX checkpoints are SKRL's pickle of one flax msgpack blob per
+module, which `torch.load` cannot read: rlrun unpickles them with an unpickler that refuses every global (so no
+code can run) and parses each blob with msgpack before flax restores it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UnsupportedTask
-from rlrun.libraries.base import TrainJob, unreadable
+from rlrun.libraries.base import TrainJob
+from rlrun.trust.checkpoints import load_weights, read_bytes, unreadable
 
 CHECKPOINT_DIRECTORY = "checkpoints"
 EXTENSIONS = {"torch": ".pt", "jax": ".pickle"}
@@ -35,11 +39,11 @@ class _NoGlobals(pickle.Unpickler):
         raise pickle.UnpicklingError(f"refused to load {module}.{name}")
 
 
-def _read_jax_checkpoint(path: Path) -> dict[str, Any]:
-    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code. The pickle is
-    checked before msgpack is needed, so that an installation without JAX still refuses a file that is none."""
-    with open(path, "rb") as file:
-        modules = _NoGlobals(io.BytesIO(file.read())).load()
+def _jax_modules(path: Path, data: bytes) -> dict[str, bytes]:
+    """SKRL's JAX checkpoint, `{module name: flax msgpack bytes}`, read without running any code, each blob
+    checked to parse with msgpack. The pickle is checked before msgpack is needed, so that an installation
+    without JAX still refuses a file that is none."""
+    modules = _NoGlobals(io.BytesIO(data)).load()
     if not isinstance(modules, dict) or not all(isinstance(blob, bytes) for blob in modules.values()):
         raise pickle.UnpicklingError("not a dictionary of serialized modules")
     try:
@@ -49,38 +53,44 @@ def _read_jax_checkpoint(path: Path) -> dict[str, Any]:
             f"checkpoint {str(path)!r} is a SKRL checkpoint of JAX, and reading it needs JAX's packages, which are "
             "not installed: pip install 'rlrun[jax]'."
         ) from None
-    return {name: msgpack.unpackb(blob, strict_map_key=False) for name, blob in modules.items()}
+    for blob in modules.values():
+        msgpack.unpackb(blob, strict_map_key=False)
+    return modules
 
 
-def checkpoint_framework(path: Path) -> str:
-    """`torch` for a torch zip archive, else `jax` (SKRL's pickle)."""
-    return "torch" if zipfile.is_zipfile(path) else "jax"
+def checkpoint_framework(source: Path | bytes) -> str:
+    """`torch` for a torch zip archive (a file, or its bytes), else `jax` (SKRL's pickle)."""
+    return "torch" if zipfile.is_zipfile(io.BytesIO(source) if isinstance(source, bytes) else source) else "jax"
+
+
+def read_checkpoint(path: Path, framework: str | None = None, map_location: Any = "cpu") -> dict[str, Any]:
+    """The SKRL agent checkpoint at `path`, read once: `{module name: state}`, torch states loaded with
+    `weights_only=True` onto `map_location`, JAX ones as flax's msgpack bytes. `InvalidArgument` when `framework`
+    is given and the file holds the other framework's agent."""
+    what = "a SKRL agent checkpoint"
+    data = read_bytes(path, what)
+    found = checkpoint_framework(data)
+    if framework is not None and found != framework:
+        raise InvalidArgument(
+            f"checkpoint {str(path)!r} holds a SKRL {found} agent, not a {framework} one; pass --ml_framework {found}."
+        )
+    if found == "torch":
+        modules = load_weights(data, path, what, map_location=map_location)
+    else:
+        try:
+            modules = _jax_modules(path, data)
+        except MissingDependency:
+            raise
+        except Exception as error:
+            raise unreadable(path, len(data), what, error) from error
+    if not isinstance(modules, dict) or "policy" not in modules:
+        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not a SKRL agent checkpoint (no 'policy' module).")
+    return modules
 
 
 def check_checkpoint(path: Path) -> None:
     """Read the file (torch: `weights_only=True`; JAX: no globals) and check it holds a SKRL agent."""
-    import torch
-
-    framework = checkpoint_framework(path)
-    try:
-        if framework == "torch":
-            state = torch.load(path, map_location="cpu", weights_only=True)
-        else:
-            state = _read_jax_checkpoint(path)
-    except MissingDependency:
-        raise
-    except Exception as error:
-        raise unreadable(path, "a SKRL agent checkpoint", error) from error
-    if not isinstance(state, dict) or "policy" not in state:
-        raise CorruptCheckpoint(f"checkpoint {str(path)!r} is not a SKRL agent checkpoint (no 'policy' module).")
-
-
-def check_framework_of(path: Path, framework: str) -> None:
-    found = checkpoint_framework(path)
-    if found != framework:
-        raise InvalidArgument(
-            f"checkpoint {str(path)!r} holds a SKRL {found} agent, not a {framework} one; pass --ml_framework {found}."
-        )
+    read_checkpoint(path)
 
 
 def _write_modules(framework: str, modules: dict[str, Any], path: str) -> None:
@@ -153,7 +163,9 @@ class CheckpointWriter:
                 write_best = functools.partial(_write_modules, framework, modules)
             checkpoints.append(self.checkpoint("best_agent", write_best, best["timestep"]))
         checkpoints.append(self.checkpoint("agent_{}", write_current, timestep))
-        self.saved.extend(self.job.save_checkpoints(checkpoints))  # one batch: one run.json lists both
+        save_checkpoints = self.job.save_checkpoints
+        assert save_checkpoints is not None  # `TrainJob.__post_init__` fills it in
+        self.saved.extend(save_checkpoints(checkpoints))  # one batch: one run.json lists both
         if len(checkpoints) > 1:
             best["saved"] = True
         self.last_timestep = timestep
@@ -186,13 +198,14 @@ class CheckpointWriter:
                 stop.add_note(f"rlrun: the checkpoint at the stop was not saved: {failure!r}")
 
 
-def load_checkpoint(agent: Any, path: Path) -> None:
-    """SKRL's `agent.load`; a checkpoint of another task (other observation or action sizes) is refused in one
-    line. Torch refuses such weights itself; flax takes them silently, so the JAX parameters' shapes are
-    compared before and after."""
+def load_checkpoint(agent: Any, path: Path, modules: dict[str, Any]) -> None:
+    """Load `modules`, the checkpoint rlrun read from `path` and checked (`read_checkpoint`), into the agent as
+    SKRL's `agent.load` does after its own read; a checkpoint of another task (other observation or action
+    sizes) is refused in one line. Torch refuses such weights itself; flax takes them silently, so the JAX
+    parameters' shapes are compared before and after."""
     before = _parameter_shapes(agent)
     try:
-        agent.load(str(path))
+        _load_modules(agent, modules)
     except (RuntimeError, ValueError, KeyError) as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()] or [type(error).__name__]
         detail = next((line for line in lines[1:] if "mismatch" in line or "key(s)" in line), "")
@@ -206,6 +219,29 @@ def load_checkpoint(agent: Any, path: Path) -> None:
                 f"checkpoint {str(path)!r} does not fit this task (its {name!r} parameters have other shapes); "
                 "pass the --task it was trained on, or another checkpoint."
             )
+
+
+def _load_modules(agent: Any, modules: dict[str, Any]) -> None:
+    """SKRL's `agent.load(path)` after its read of the file: each module the agent checkpoints takes its state
+    (torch: `load_state_dict`, then evaluation mode; JAX: flax's `from_bytes` into its parameters)."""
+    from skrl import logger
+
+    for name, data in modules.items():
+        module = agent.checkpoint_modules.get(name)
+        if module is None:
+            logger.warning(f"Skipping module '{name}'. The agent doesn't have such an instance")
+        elif isinstance(data, bytes):  # JAX
+            if hasattr(module, "state_dict"):
+                from flax import serialization
+
+                params = serialization.from_bytes(module.state_dict.params, data)
+                module.state_dict = module.state_dict.replace(params=params)
+        elif hasattr(module, "load_state_dict"):
+            module.load_state_dict(data)
+            if hasattr(module, "eval"):
+                module.eval()
+        else:
+            raise NotImplementedError(f"SKRL cannot load its {name!r} module from a checkpoint")
 
 
 def _parameter_shapes(agent: Any) -> dict[str, Any]:

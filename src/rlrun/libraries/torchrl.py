@@ -41,6 +41,7 @@ from typing import Any
 from rlrun.hermetic import MISSING, Guard, module_loaded, register, torch_backend_flags
 from rlrun.libraries.base import PlayJob, Policy, TrainJob, TrainOutcome
 from rlrun.libraries.torchrl_agent import Agent, read_checkpoint
+from rlrun.libraries.torchrl_config import CODE_NAMES as CODE_NAMES  # the adapter's trust table
 from rlrun.libraries.torchrl_config import env_steps_per_iteration as env_steps_per_iteration  # the adapter's member
 from rlrun.libraries.torchrl_export import export_class
 from rlrun.libraries.torchrl_trainer import make_trainer

@@ -2,20 +2,29 @@
 
 PPO's actor is a Gaussian (Box) or categorical (Discrete) `ProbabilisticActor` with a `ClipPPOLoss`, SAC's a
 tanh-Gaussian with a `SACLoss`; networks are TorchRL `MLP`s whose activation is named in the configuration.
-A checkpoint is a plain dict of tensors and numbers in the format `CHECKPOINT_FORMAT`, read with
-`torch.load(weights_only=True)`. TorchRL and torch are imported inside the functions only.
+A checkpoint is a plain dict of tensors and numbers in the format `CHECKPOINT_FORMAT`, read once and loaded
+with `torch.load(weights_only=True)` (`rlrun.trust.checkpoints`); what was checked is what the loss module and
+optimiser load. TorchRL and torch are imported inside the functions only.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rlrun.errors import InvalidArgument, UnsupportedTask
-from rlrun.libraries.base import require_keys, unreadable
+from rlrun.errors import CorruptCheckpoint, InvalidArgument, UnsupportedTask
+from rlrun.libraries.base import require_count, require_keys
+from rlrun.trust.checkpoints import read_weights
+
+if TYPE_CHECKING:
+    from gymnasium.spaces import Box, Discrete
+
+    from rlrun.envs import TorchVectorEnv
 
 CHECKPOINT_KEYS = ("format", "algorithm", "iteration", "loss_module", "optimizer")
 CHECKPOINT_FORMAT = "rlrun-torchrl-1"
+SAVED_ALGORITHMS = ("ppo", "sac")
+"""The algorithms whose agents a checkpoint may hold."""
 
 
 def activation_class(key: str, name: str) -> type:
@@ -43,7 +52,7 @@ class Agent:
     """The TorchRL modules of one agent: the actor (a `ProbabilisticActor`), the loss module (which holds
     the actor, the critic or Q networks and, for SAC, targets and temperature) and its optimiser."""
 
-    def __init__(self, algorithm: str, env: Any, config: dict[str, Any], device: str) -> None:
+    def __init__(self, algorithm: str, env: TorchVectorEnv, config: dict[str, Any], device: str) -> None:
         import torch
 
         self.algorithm = algorithm
@@ -51,10 +60,13 @@ class Agent:
         self.discrete = type(env.single_action_space).__name__ == "Discrete"
         self.observations = int(torch.tensor(env.single_observation_space.shape).prod().item())
         space = env.single_action_space
-        self.actions = int(space.n) if self.discrete else int(torch.tensor(space.shape).prod().item())
-        if not self.discrete:
-            self.low = torch.as_tensor(space.low, dtype=torch.float32, device=device)
-            self.high = torch.as_tensor(space.high, dtype=torch.float32, device=device)
+        if self.discrete:
+            self.actions = int(cast("Discrete", space).n)
+        else:
+            box = cast("Box", space)
+            self.actions = int(torch.tensor(box.shape).prod().item())
+            self.low = torch.as_tensor(box.low, dtype=torch.float32, device=device)
+            self.high = torch.as_tensor(box.high, dtype=torch.float32, device=device)
         self.actor = (self._ppo_actor() if algorithm == "ppo" else self._sac_actor()).to(device)
         self.loss = (self._ppo_loss() if algorithm == "ppo" else self._sac_loss()).to(device)
         self.optimizer = torch.optim.Adam(self._parameter_groups(), lr=float(config.get("learning_rate", 3e-4)))
@@ -208,11 +220,21 @@ class Agent:
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The checkpoint at `path`, read once and loaded with `weights_only=True`, its fields checked."""
     import torch
 
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:
-        raise unreadable(path, "a TorchRL checkpoint", error) from error
-    require_keys(path, state, CHECKPOINT_KEYS, "an rlrun TorchRL checkpoint")
+    what = "an rlrun TorchRL checkpoint"
+    state = read_weights(path, "a TorchRL checkpoint")
+    require_keys(path, state, CHECKPOINT_KEYS, what)
+    require_count(path, state, "iteration", what)
+    if "optim_steps" in state:
+        require_count(path, state, "optim_steps", what)
+    modules = state["loss_module"]
+    if state["algorithm"] not in SAVED_ALGORITHMS or not (
+        isinstance(modules, dict) and all(isinstance(value, torch.Tensor) for value in modules.values())
+    ):
+        raise CorruptCheckpoint(
+            f"checkpoint {str(path)!r} is not {what} (its algorithm is not one of {', '.join(SAVED_ALGORITHMS)}, "
+            "or its loss_module is not a mapping of tensors)."
+        )
     return state

@@ -11,8 +11,24 @@ from typing import Any
 
 from rlrun.errors import InvalidArgument
 from rlrun.libraries.torchrl_agent import activation_class
+from rlrun.trust.names import Rule
 
 LR_SCHEDULES = ("constant", "linear")
+ACTIVATIONS = ("Tanh", "ReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "LeakyReLU", "Sigmoid", "Softplus")
+"""The `torch.nn` activation modules an MLP's `activation` may name."""
+LOSSES = ("l1", "l2", "smooth_l1")
+"""TorchRL's value-loss names (`ClipPPOLoss.loss_critic_type`, `SACLoss.loss_function`)."""
+CODE_NAMES: dict[str, Rule] = {
+    "actor.activation": ACTIVATIONS,
+    "critic.activation": ACTIVATIONS,
+    "lr_schedule": LR_SCHEDULES,
+    "loss_critic_type": LOSSES,
+    "loss_function": LOSSES,
+    "target_entropy": ("auto",),
+}
+"""rlrun's table of the names in the TorchRL adapter's configuration (its `CODE_NAMES`; `rlrun.trust.names`). The
+adapter builds every object itself, so these are the only strings that choose one: an activation class of
+`torch.nn`, the schedule, the value losses and SAC's automatic target entropy."""
 
 
 def env_steps_per_iteration(config: dict[str, Any], num_envs: int) -> int:

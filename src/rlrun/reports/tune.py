@@ -9,7 +9,10 @@ saved with its own Agg canvas, and closed, so that the pyplot figure list and rc
 had them. Parameter importances use fANOVA when scikit-learn is installed, else PED-ANOVA (Optuna's own, NumPy
 only); either needs two or more completed trials, and the report says why a plot is missing.
 
-Layers: imports `rlrun.errors` only; Optuna and matplotlib are imported inside the functions (`HEAVY_MODULES`
+Every string from the study (its name, the searched keys and values, a failed trial's error) is escaped in
+report.md (`rlrun.trust.text`): a study from elsewhere cannot put HTML, a link or an image into it.
+
+Layers: imports `rlrun.trust` only; Optuna and matplotlib are imported inside the functions (`HEAVY_MODULES`
 lists what a caller imports first, so that their import effects are not a hermetic call's).
 """
 
@@ -23,6 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rlrun.trust import paths
+from rlrun.trust import text as safe
 
 TRIALS_FILE = "trials.csv"
 REPORT_FILE = "report.md"
@@ -92,9 +98,8 @@ def write_trials(out: Path, trials: Sequence[Any]) -> Path:
 
 
 def _write(path: Path, text: str) -> None:
-    partial = path.with_name(f".{path.name}.tmp")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
+    """Replace `path` with `text` whole, never writing through a link that has its name (a shared folder's)."""
+    paths.replace_file(path, text)
 
 
 def make_figures(study: Any, plots_dir: Path) -> list[Figure]:
@@ -172,7 +177,9 @@ def _draw(study: Any, plots_dir: Path, stem: str, title: str, caption: str, draw
             figure = axes.figure if hasattr(axes, "figure") else axes.flat[0].figure
             figure.set_size_inches(8, 5)
             FigureCanvasAgg(figure)
-            figure.savefig(path, format="png", dpi=100, bbox_inches="tight")
+            image = io.BytesIO()
+            figure.savefig(image, format="png", dpi=100, bbox_inches="tight")
+            paths.replace_file(path, image.getvalue())
     except Exception as error:
         path.unlink(missing_ok=True)
         reason = " ".join(str(error).split()) or type(error).__name__
@@ -183,33 +190,38 @@ def _draw(study: Any, plots_dir: Path, stem: str, title: str, caption: str, draw
     return Figure(stem, title, caption, path)
 
 
-def render(study: Any, storage: str, figures: Sequence[Figure], out: Path) -> str:
-    """report.md: the study's counts, the best trial, the top trials, the figures."""
+def render(study: Any, storage: str, figures: Sequence[Figure], out: Path, best: Any = None) -> str:
+    """report.md: the study's counts, the best trial, the top trials, the figures. `best` is the best trial as
+    the tuner chose it (a study is a shared file: Optuna's own `best_trial` would take a trial written into it
+    by hand); None: no best trial is named."""
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
     states = {state: sum(trial.state == state for trial in trials) for state in TrialState}
     interrupted = sum(trial.state == TrialState.FAIL and "error" not in trial.user_attrs for trial in trials)
-    lines = [f"# Study `{study.study_name}`", ""]
+    lines = [f"# Study {safe.code(study.study_name)}", ""]
     lines.append(
         f"{len(trials)} trials: {states[TrialState.COMPLETE]} completed, {states[TrialState.PRUNED]} pruned, "
         f"{states[TrialState.FAIL] - interrupted} failed, {interrupted} interrupted (run again in their place), "
         f"{states[TrialState.RUNNING]} running. Objective: {study.direction.name.lower()}."
     )
-    lines += ["", f"Storage: `{storage}`; browse it with `optuna-dashboard {_dashboard_target(storage, out)}`.", ""]
+    dashboard = safe.code(f"optuna-dashboard {_dashboard_target(storage, out)}")
+    lines += ["", f"Storage: {safe.code(storage)}; browse it with {dashboard}.", ""]
     completed = [trial for trial in trials if trial.state == TrialState.COMPLETE]
-    if completed:
-        best = study.best_trial
+    if best is not None:
         lines += [f"## Best trial: {best.number}, value {_number(best.value)}", ""]
         lines += [
-            f"- `{key}` = `{json.dumps(value) if not isinstance(value, str) else value}`"
+            f"- {safe.code(key)} = {safe.code(json.dumps(value) if not isinstance(value, str) else value)}"
             for key, value in best.params.items()
         ]
         lines += ["", "Its complete agent configuration is `best.yaml`.", ""]
+    finite = [trial for trial in completed if isinstance(trial.value, int | float) and math.isfinite(trial.value)]
+    if finite:
         reverse = study.direction.name == "MAXIMIZE"
-        ranked = sorted(completed, key=lambda trial: trial.value, reverse=reverse)[:10]
+        ranked = sorted(finite, key=lambda trial: trial.value, reverse=reverse)[:10]
         keys = sorted({key for trial in ranked for key in trial.params})
-        lines += ["## Top trials", "", "| trial | value | " + " | ".join(f"`{key}`" for key in keys) + " |"]
+        header = " | ".join(safe.code(key, table=True) for key in keys)
+        lines += ["## Top trials", "", f"| trial | value | {header} |"]
         lines.append("|---:|---:|" + "---|" * len(keys))
         for trial in ranked:
             shown = " | ".join(_value(trial.params.get(key)) for key in keys)
@@ -220,15 +232,16 @@ def render(study: Any, storage: str, figures: Sequence[Figure], out: Path) -> st
     failed = [trial for trial in trials if trial.state == TrialState.FAIL and "error" in trial.user_attrs]
     if failed:
         lines += ["## Failed trials", ""]
-        lines += [f"- trial {trial.number}: {trial.user_attrs['error']}" for trial in failed]
+        lines += [f"- trial {trial.number}: {safe.markdown(trial.user_attrs['error'])}" for trial in failed]
         lines.append("")
     lines += ["## Figures", ""]
     for figure in figures:
         if figure.path is None:
-            lines += [f"- {figure.title}: not drawn ({figure.missing}).", ""]
+            lines += [f"- {safe.markdown(figure.title)}: not drawn ({safe.markdown(figure.missing)}).", ""]
             continue
         relative = figure.path.relative_to(out).as_posix()
-        lines += [f"### {figure.title}", "", f"![{figure.title}]({relative})", "", f"*{figure.caption}*", ""]
+        title = safe.markdown(figure.title)
+        lines += [f"### {title}", "", f"![{title}]({relative})", "", f"*{safe.markdown(figure.caption)}*", ""]
     return "\n".join(lines)
 
 
@@ -250,14 +263,15 @@ def _number(value: float | None) -> str:
 def _value(value: Any) -> str:
     if value is None:
         return "-"
-    return f"{value:.4g}" if isinstance(value, float) else f"`{value}`"
+    return f"{value:.4g}" if isinstance(value, float) else safe.code(value, table=True)
 
 
-def write_report(out: Path, study: Any, storage: str) -> Path:
-    """Draw the figures into `<out>/plots/` and write `<out>/report.md` (atomically); return its path."""
-    figures = make_figures(study, out / PLOTS_DIR)
+def write_report(out: Path, study: Any, storage: str, best: Any = None) -> Path:
+    """Draw the figures into `<out>/plots/` and write `<out>/report.md` (atomically); return its path. `best`: as
+    in `render`."""
+    figures = make_figures(study, paths.output_folder(out, PLOTS_DIR))
     path = out / REPORT_FILE
-    _write(path, render(study, storage, figures, out))
+    _write(path, render(study, storage, figures, out, best))
     return path
 
 

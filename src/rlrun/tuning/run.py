@@ -122,21 +122,19 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
 
     trials = study.get_trials(deepcopy=False)
     finished = [trial for trial in trials if trial.state == TrialState.COMPLETE]
-    best = None
-    if finished:
-        best = study.best_trial
+    best = studies.best_trial(study, plan.worker.params, plan.direction)  # trials put in by hand are ignored
     trials_csv = tune_report.write_trials(plan.out, trials)
     best_config = None
     best_params: dict[str, Any] = {}
     if best is not None:
-        by_key = {param.key: param for param in plan.worker.params}
-        best_params = {key: by_key[key].load(value) if key in by_key else value for key, value in best.params.items()}
-        words = tuple(by_key[key].override(value) for key, value in best.params.items() if key in by_key)
+        by_key = {param.key: param for param in plan.worker.params}  # `best_trial` checked: every key searched
+        best_params = {key: by_key[key].load(value) for key, value in best.params.items()}
+        words = tuple(by_key[key].override(value) for key, value in best.params.items())
         request = plan.best_request
         best_plan = plan_train(call, dataclasses.replace(request, overrides=(*request.overrides, *words)))
         best_config = plan.out / BEST_FILE
         runs.atomic_write_text(best_config, configs.to_yaml(best_plan.agent_config))
-    report = tune_report.write_report(plan.out, study, plan.storage) if plan.report else None
+    report = tune_report.write_report(plan.out, study, plan.storage, best) if plan.report else None
     return TuneResult(
         out=plan.out,
         storage=plan.storage,

@@ -10,7 +10,8 @@ its distribution as Optuna builds it, and the override word a value turns into. 
 distribution holds scalars only, so a choice among lists or mappings is stored as each value's JSON text and
 decoded when the override is written. `check_space` plans a training at both ends of every distribution (and
 with every choice), so that a key or value the library's configuration refuses is a user error before a study
-starts. Parsing imports nothing heavy; Optuna is imported when a distribution is built.
+starts: a choice that selects code outside the library's tables (`rlrun.trust.names`) among them. Parsing
+imports nothing heavy; Optuna is imported when a distribution is built.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlrun.errors import InvalidArgument, UserError, did_you_mean
+from rlrun.trust.names import check_config
 
 if TYPE_CHECKING:
     from rlrun.api.requests import TrainRequest
@@ -53,16 +55,22 @@ class Param:
         """Whether the choices are stored in the study as JSON text (some value is not a scalar)."""
         return self.kind == "choice" and not all(isinstance(value, SCALARS) for value in self.choices)
 
+    @property
+    def bounds(self) -> tuple[float | int, float | int]:
+        """`(low, high)` of a `uniform`, `loguniform` or `int` key (a TypeError for a choice)."""
+        if self.low is None or self.high is None:
+            raise TypeError(f"a {self.kind} parameter has no low and high")
+        return self.low, self.high
+
     def distribution(self) -> Any:
         """The Optuna distribution of this key."""
         from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-        if self.kind == "loguniform":
-            return FloatDistribution(float(self.low), float(self.high), log=True)  # type: ignore[arg-type]
-        if self.kind == "uniform":
-            return FloatDistribution(float(self.low), float(self.high))  # type: ignore[arg-type]
-        if self.kind == "int":
-            return IntDistribution(int(self.low), int(self.high))  # type: ignore[arg-type]
+        if self.kind in ("loguniform", "uniform", "int"):
+            low, high = self.bounds
+            if self.kind == "int":
+                return IntDistribution(int(low), int(high))
+            return FloatDistribution(float(low), float(high), log=self.kind == "loguniform")
         return CategoricalDistribution([self.store(value) for value in self.choices])
 
     def store(self, value: Any) -> Any:
@@ -83,7 +91,8 @@ class Param:
             return tuple(self.store(value) for value in self.choices)
         if self.kind == "int":
             return (self.low, self.high)
-        return (float(self.low), float(self.high))  # type: ignore[arg-type]  # as sampled: `1.0`, never `1`
+        low, high = self.bounds
+        return (float(low), float(high))  # as sampled: `1.0`, never `1`
 
     def contains(self, value: Any) -> bool:
         """Whether `value` (as written in a spec) lies in this distribution."""
@@ -93,7 +102,8 @@ class Param:
             return False
         if self.kind == "int" and not isinstance(value, int):
             return False
-        return self.low <= value <= self.high  # type: ignore[operator]
+        low, high = self.bounds
+        return low <= value <= high
 
     def text(self) -> str:
         """The distribution as a spec writes it."""
@@ -129,13 +139,15 @@ def parse_param(key: Any, text: Any) -> Param:
     if kind not in KINDS:
         raise InvalidArgument(f"{where}: unknown distribution {kind!r}.{did_you_mean(kind, KINDS)}")
     try:
-        arguments = ast.literal_eval(f"({inner},)") if inner.strip() else ()
+        arguments: tuple[Any, ...] = ast.literal_eval(f"({inner},)") if inner.strip() else ()
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise InvalidArgument(f"{where}: the arguments are not Python literals such as 1e-5, 8 or [16, 16].") from None
     if kind == "choice":
         if len(arguments) != 1 or not isinstance(arguments[0], list | tuple) or not arguments[0]:
             raise InvalidArgument(f"{where}: choice takes one non-empty list, such as choice([64, 128]).")
         choices = tuple(_plain(value) for value in arguments[0])
+        scope, _, dotted = key.partition(".")  # a choice is a value the configuration will hold: data, no import path
+        check_config({dotted: list(choices)}, {}, scope=scope, origin=f"search space {key}")
         if len({json.dumps(value, sort_keys=True) for value in choices}) != len(choices):
             raise InvalidArgument(f"{where}: the choice lists a value twice; list each once.")
         return Param(key, kind, choices=choices)

@@ -16,17 +16,20 @@ dialect, Alembic and Optuna's log handler are import effects, done before a herm
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import optuna
 from optuna.trial import TrialState
 
 from rlrun.errors import InvalidArgument
+from rlrun.tuning.request import check_storage
+from rlrun.tuning.space import Param
 
 WARMUP_FRACTION = 0.25
 """The median pruner prunes no trial before this fraction of its budget."""
@@ -71,6 +74,51 @@ def counted(trial: optuna.trial.FrozenTrial) -> bool:
     return trial.state in COUNTED or (trial.state == TrialState.FAIL and "error" in trial.user_attrs)
 
 
+def best_trial(study: optuna.Study, params: Sequence[Param], direction: str) -> optuna.trial.FrozenTrial | None:
+    """The study's best COMPLETE trial among those that could be rlrun's: a finite value, and parameters that are
+    exactly the search space's keys with values inside their distributions. A study is a shared file, and a
+    trial written into it by hand (a choice outside the space, an infinite value) is ignored for `best` with a
+    one-line warning each, never trained from nor written to best.yaml. Ties go to the earlier trial."""
+    best: tuple[float, optuna.trial.FrozenTrial] | None = None
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        reason = _not_rlruns(trial, params)
+        if reason is not None:
+            import warnings
+
+            note = f"trial {trial.number} of study {study.study_name!r} is ignored for best: {reason}."
+            warnings.warn_explicit(note, UserWarning, "rlrun", 0)  # one line, no `__warningregistry__` written
+            continue
+        value = float(cast(float, trial.value))  # a finite number: `_not_rlruns` checked it
+        if best is None or (value > best[0] if direction == "maximize" else value < best[0]):
+            best = value, trial
+    return None if best is None else best[1]
+
+
+def _not_rlruns(trial: optuna.trial.FrozenTrial, params: Sequence[Param]) -> str | None:
+    """Why a COMPLETE trial cannot be one that rlrun ran on this search space, or None."""
+    value = trial.value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return f"its value {_short(value)} is not a finite number"
+    by_key = {param.key: param for param in params}
+    if set(trial.params) != set(by_key):
+        return f"its parameters {_short(sorted(trial.params))} are not the search space's {_short(sorted(by_key))}"
+    for key, stored in trial.params.items():
+        param = by_key[key]
+        try:
+            loaded = param.load(stored)
+        except ValueError:
+            return f"{key} holds {_short(stored)}, which is no value of its distribution {param.text()}"
+        if not param.contains(loaded):
+            return f"{key}={_short(loaded)} lies outside its distribution {param.text()}"
+    return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A stored value as a warning quotes it: escaped, cut."""
+    text = repr(value).encode("unicode_escape").decode("ascii")
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool) -> int:
     """Fail (as interrupted) the RUNNING trials whose process is gone: on this host by pid, elsewhere by a
     stale heartbeat. With `locked` (the caller holds the storage lock, under which every ask marks its trial
@@ -82,8 +130,8 @@ def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool)
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         pid = trial.user_attrs.get("rlrun_pid")
         unmarked = locked and "rlrun_pid" not in trial.user_attrs
-        mine = trial.user_attrs.get("rlrun_host") == host and isinstance(pid, int)
-        if not unmarked and (not mine or _alive(pid)):  # type: ignore[arg-type]
+        gone = trial.user_attrs.get("rlrun_host") == host and isinstance(pid, int) and not _alive(pid)
+        if not (unmarked or gone):
             continue
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             reason = "interrupted before it started" if unmarked else f"its process (pid {pid}) ended"
@@ -128,6 +176,7 @@ def storage_url(url: str | None, out: Path, executor: str) -> tuple[str, str | N
     beside it."""
     if url is None:
         return f"sqlite:///{out / STUDY_FILE}", str(out / f"{STUDY_FILE}.lock")
+    check_storage(url)
     if not isinstance(url, str) or "://" not in url:
         raise InvalidArgument(
             f"--storage {url!r} is not an SQLAlchemy URL; write sqlite:///path/study.db or "
@@ -188,6 +237,7 @@ def _warm_up() -> None:
 _warm_up()
 
 __all__ = [
+    "best_trial",
     "close_storage",
     "counted",
     "make_pruner",
