@@ -1,4 +1,4 @@
-"""More than a hundred bad inputs, command line and API, as one table (issue 10, "Show it").
+"""More than a hundred bad inputs, command line and API, as one table.
 
 Every row must be refused the same way: `rlrun.main` returns 2 and prints exactly one stderr line starting
 `rlrun: error: ` (the API raises a `UserError` subclass with a one-line message and prints nothing), no
@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import importlib.util
 import random
 import re
 import shutil
@@ -76,14 +77,40 @@ SPECS = {  # bench spec files written into every workspace
             "enqueue_outside": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nenqueue: [{agent.gamma: 2.0}]",
             "enqueue_unsearched": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nenqueue: [{agent.n_epochs: 3}]",
             "ok": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}",
+            # a spec reaches beyond its folder ({tmp}) or this machine only with the person's word
+            "out_outside": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nout: ../tune_elsewhere",
+            "storage_outside": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nstorage: sqlite:///../study.db",
+            "storage_server": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nstorage: postgresql://u@db.test/s",
+            "address": "search_space: {agent.gamma: 'uniform(0.9, 0.99)'}\nexecutor: ray\naddress: 10.0.0.1:6379",
         }.items()
     },
+    "tune_module_task.yaml": "task: 'os:Evil-v0'\nlibrary: sb3\niterations: 1\n"
+    "search_space: {agent.gamma: 'uniform(0, 1)'}\n",
+    # files past a limit of rlrun.trust.limits
+    "spec_alias_bomb.yaml": "".join(
+        f"l{level}: &l{level} [{', '.join([f'*l{level - 1}' if level else 'lol'] * 9)}]\n" for level in range(9)
+    ),
+    "spec_deep.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nseeds: {'[' * 200}{']' * 200}\n",
+    "spec_tag.yaml": "tasks: !!python/object/apply:os.system ['touch marker']\nruns: [rsl_rl]\n",
+    "spec_not_utf8.yaml": b"tasks: [caf\xe9]\n",
+    # a spec that reaches beyond its folder ({tmp}) or this machine
+    "spec_out_outside.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nout: ../bench_elsewhere\n",
+    "spec_log_root_outside.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nlog_root: /tmp/../elsewhere\n",
+    "spec_address.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nexecutor: ray\naddress: ray://10.0.0.1:10001\n",
+    "spec_module_task.yaml": "tasks: ['os:Evil-v0']\nruns: [rsl_rl]\niterations: 1\n",
 }
 AGENT_CONFIGS = {  # --agent_config files written into every workspace
     "agent_broken.yaml": "n_steps: [8,\nbatch_size: {\n",
     "agent_list.yaml": "- n_steps\n- 8\n",
     "agent_negative_lr.yaml": "learning_rate: -0.001\n",
     "agent_no_params.yaml": "config:\n  horizon_length: 8\n",
+    "agent_alias_bomb.yaml": "".join(
+        f"l{level}: &l{level} [{', '.join([f'*l{level - 1}' if level else 'lol'] * 9)}]\n" for level in range(9)
+    ),
+    "agent_deep.yaml": "policy_kwargs: " + "{a: " * 100 + "1" + "}" * 100 + "\n",
+    "agent_tag.yaml": "learning_rate: !!python/object/apply:os.system ['touch marker']\n",
+    "agent_local_tag.yaml": "learning_rate: !custom 3\n",
+    "agent_not_utf8.yaml": b"learning_rate: \xff\n",
 }
 
 
@@ -173,7 +200,7 @@ def workspace(tmp_path, trained, monkeypatch) -> Workspace:
     shutil.copy(rsl_rl, tmp_path / "rsl_rl_alone.pt")  # no run.json beside them: only the format tells
     shutil.copy(sb3, tmp_path / "sb3_alone.zip")
     for name, text in {**SPECS, **AGENT_CONFIGS}.items():
-        (tmp_path / name).write_text(text)
+        (tmp_path / name).write_bytes(text) if isinstance(text, bytes) else (tmp_path / name).write_text(text)
     return Workspace(tmp=tmp_path, logs=tmp_path / "logs", runs=runs, checkpoints={"rsl_rl": rsl_rl, "sb3": sb3})
 
 
@@ -261,6 +288,17 @@ def another_call_running(space: Workspace) -> Iterator[None]:
     finally:
         release.set()
         thread.join(60)
+
+
+def tampered(name: str, text: str) -> Callable[[Workspace], contextlib.AbstractContextManager[None]]:
+    """Around a row: the file `name` of the tiny RSL-RL run (`params/agent.yaml`, `run.json`, ...) holds `text`."""
+
+    @contextlib.contextmanager
+    def around(space: Workspace) -> Iterator[None]:
+        (space.checkpoints["rsl_rl"].parent / name).write_text(text, encoding="utf-8")
+        yield
+
+    return around
 
 
 # --- the table ----------------------------------------------------------------------------------------------
@@ -410,6 +448,11 @@ ROWS = [
         "train --agent_config no params", *tiny("--library", "rl_games", "--agent_config", "{tmp}/agent_no_params.yaml")
     ),
     cli("train --agent_config a folder", *tiny("--library", "sb3", "--agent_config", "{tmp}")),
+    cli("train --agent_config alias bomb", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_alias_bomb.yaml")),
+    cli("train --agent_config nested deep", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_deep.yaml")),
+    cli("train --agent_config python tag", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_tag.yaml")),
+    cli("train --agent_config local tag", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_local_tag.yaml")),
+    cli("train --agent_config not UTF-8", *tiny("--library", "sb3", "--agent_config", "{tmp}/agent_not_utf8.yaml")),
     # -- train: names and choices
     cli("train --task typo", "train", "--task", "CartPol-v1", "--log_root", "{logs}"),
     cli("train --task native typo", "train", "--task", "rlrun/Pendulm-v1", "--log_root", "{logs}"),
@@ -582,6 +625,27 @@ ROWS = [
     cli("play override unknown env key", *play("env.bogus=1")),
     cli("play train flag", *play("--max_iterations", "3")),
     cli("play --experiment_name with slash", *play("--experiment_name", "../runs")),
+    cli(
+        "play run agent.yaml with a tag",
+        *play("--checkpoint", "{rsl_rl}"),
+        around=tampered("params/agent.yaml", "algorithm: !!python/object/apply:os.system ['touch marker']\n"),
+    ),
+    cli("play run agent.yaml a list", *play("--checkpoint", "{rsl_rl}"), around=tampered("params/agent.yaml", "- a\n")),
+    cli(
+        "play run agent.yaml broken", *play("--checkpoint", "{rsl_rl}"), around=tampered("params/agent.yaml", "a: [\n")
+    ),
+    cli(
+        "play run env.yaml unknown key",
+        *play("--checkpoint", "{rsl_rl}"),
+        around=tampered("params/env.yaml", "max_episode_steps: 200\ng: 10.0\nbogus: 1\n"),
+    ),
+    cli(
+        "play run.json nested deep",
+        *play("--library", "rsl_rl"),
+        around=tampered(
+            "run.json", '{"library": "rsl_rl", "task": "rlrun/Pendulum-v1", "x": ' + "[" * 5000 + "]" * 5000 + "}"
+        ),
+    ),
     # -- export
     cli("export --format typo", *export("--format", "onxx")),
     cli("export --format unknown", *export("--format", "pdf")),
@@ -596,6 +660,16 @@ ROWS = [
     cli("export --num_envs zero", *export("--num_envs", "0")),
     cli("export --device gpu", *export("--device", "gpu")),
     cli("export train flag", *export("--max_iterations", "3")),
+    cli(
+        "export run env.yaml a list",
+        *export("--checkpoint", "{rsl_rl}"),
+        around=tampered("params/env.yaml", "- max_episode_steps\n"),
+    ),
+    cli(
+        "train --resume run agent.yaml alias bomb",
+        *resume("--checkpoint", "{rsl_rl}"),
+        around=tampered("params/agent.yaml", SPECS["spec_alias_bomb.yaml"]),
+    ),
     # -- zero and random
     cli("zero --num_episodes zero", *agent("zero", "--num_episodes", "0")),
     cli("zero --max_steps negative", *agent("zero", "--max_steps", "-1")),
@@ -652,6 +726,17 @@ ROWS = [
     cli("tune --storage not a URL", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--storage", "study.db"),
     cli("tune --grace_s below heartbeat", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--grace_s", "5"),
     cli("tune searched key overridden", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "agent.gamma=0.9"),
+    cli("tune spec out outside its folder", "tune", "{tmp}/tune_out_outside.yaml"),
+    cli("tune spec storage file outside its folder", "tune", "{tmp}/tune_storage_outside.yaml", "--out", "{tmp}/tune"),
+    cli("tune spec storage on a server", "tune", "{tmp}/tune_storage_server.yaml", "--out", "{tmp}/tune"),
+    cli("tune spec Ray address", "tune", "{tmp}/tune_address.yaml", "--out", "{tmp}/tune"),
+    cli("tune spec module task", "tune", "{tmp}/tune_module_task.yaml", "--out", "{tmp}/tune"),
+    cli("tune --storage unknown database", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--storage", "foo://x"),
+    cli(
+        "tune --storage driver not installed",
+        *("tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--storage", "postgresql+psycopg2://u@db.test/s"),
+        marks=(pytest.mark.skipif(importlib.util.find_spec("psycopg2") is not None, reason="psycopg2 is installed"),),
+    ),
     # -- bench
     cli("bench spec missing", "bench", "{tmp}/no_such_spec.yaml"),
     cli("bench spec not YAML", "bench", "{tmp}/random.pt"),
@@ -663,6 +748,14 @@ ROWS = [
     cli("bench spec run without library", "bench", "{tmp}/spec_run_no_library.yaml", "--out", "{tmp}/bench"),
     cli("bench spec tasks a number", "bench", "{tmp}/spec_tasks_number.yaml", "--out", "{tmp}/bench"),
     cli("bench spec seeds a mapping", "bench", "{tmp}/spec_seeds_mapping.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec alias bomb", "bench", "{tmp}/spec_alias_bomb.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec nested deep", "bench", "{tmp}/spec_deep.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec python tag", "bench", "{tmp}/spec_tag.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec not UTF-8", "bench", "{tmp}/spec_not_utf8.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec out outside its folder", "bench", "{tmp}/spec_out_outside.yaml"),
+    cli("bench spec log_root outside its folder", "bench", "{tmp}/spec_log_root_outside.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec Ray address", "bench", "{tmp}/spec_address.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec module task", "bench", "{tmp}/spec_module_task.yaml", "--out", "{tmp}/bench"),
     cli("bench no budget", *bench(budget=())),
     cli("bench two budgets", *bench("--env_steps", "100")),
     cli("bench --env_steps zero", *bench(budget=("--env_steps", "0"))),

@@ -4,13 +4,34 @@ A call reports progress from rlrun's own episode statistics, whatever the librar
 library shows the same line: iteration, env steps/s, mean return, time left. The displays write
 to stderr and never start a thread (rich's live display is refreshed by hand, at most 10 times a
 second), so the hermetic guarantee holds for them too.
+
+Labels and summaries may quote names from files (a task, a bench run's label, an error): they are shown with
+their control characters escaped (`_shown`) and, in rich's displays, with rich's markup escaped too.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import unicodedata
 from typing import Any, Protocol, TextIO
+
+
+def _shown(text: str) -> str:
+    """`text` with control, format and separator characters written as escapes (ESC as `\\x1b`), as
+    `rlrun.trust.text.terminal` does; repeated here because this module imports nothing of rlrun."""
+    if text.isprintable():
+        return text
+
+    def escaped(char: str) -> str:
+        if unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Zl", "Zp"):
+            return char
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, as `os.fsdecode` keeps it
+            code -= 0xDC00
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+    return "".join(map(escaped, text))
 
 
 class Progress(Protocol):
@@ -34,7 +55,7 @@ class _Meter:
         self.started = self.last = 0.0
 
     def begin(self, label: str, total: int | None, per_iteration: int | None) -> None:
-        self.label, self.total, self.per_iteration = label, total, per_iteration
+        self.label, self.total, self.per_iteration = _shown(label), total, per_iteration
         self.started = time.monotonic()
         self.last = 0.0
 
@@ -78,6 +99,7 @@ class RichProgress:
 
     def start(self, label: str, total_env_steps: int | None, env_steps_per_iteration: int | None) -> None:
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, Progress, TextColumn
 
         self.meter.begin(label, total_env_steps, env_steps_per_iteration)
@@ -91,7 +113,7 @@ class RichProgress:
             transient=False,
         )
         self._live.start()
-        self._task = self._live.add_task(label, total=total_env_steps, **self.meter.fields(0, None))
+        self._task = self._live.add_task(escape(self.meter.label), total=total_env_steps, **self.meter.fields(0, None))
 
     def update(self, env_steps: int, mean_return: float | None, force: bool = False) -> None:
         if self._live is None or not self.meter.due(force):
@@ -147,7 +169,7 @@ class BenchBoard:
     def __init__(self, cells: list[tuple[str, str]], stream: TextIO | None = None, live: bool | None = None) -> None:
         """`cells`: (key, label) of every cell to run, in order."""
         self.stream = stream or sys.stderr
-        self.labels = dict(cells)
+        self.labels = {key: _shown(label) for key, label in cells}
         self.state = dict.fromkeys(self.labels, "queued")
         self.detail = dict.fromkeys(self.labels, "")
         self.started: dict[str, float] = {}
@@ -169,13 +191,14 @@ class BenchBoard:
 
     def finish(self, key: str, status: str, summary: str) -> None:
         self.state[key] = "done" if status == "completed" else status
-        self.detail[key] = summary
+        self.detail[key] = _shown(summary)
         if key in self.started:
             self.durations.append(time.monotonic() - self.started[key])
         if not self.live:
             done = sum(state in ("done", "failed") for state in self.state.values())
             print(
-                f"[{done}/{len(self.state)}] {self.state[key]} {self.labels[key]}: {summary}  eta {self.eta()}",
+                f"[{done}/{len(self.state)}] {_shown(self.state[key])} {self.labels[key]}: {self.detail[key]}  "
+                f"eta {self.eta()}",
                 file=self.stream,
                 flush=True,
             )
@@ -197,13 +220,14 @@ class BenchBoard:
         self._last = now
         from rich.console import Console
         from rich.live import Live
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(title=f"bench: {len(self.state)} cells, eta {self.eta()}", title_justify="left")
         for column in ("cell", "state", "progress"):
             table.add_column(column)
         for key, label in self.labels.items():
-            table.add_row(label, self.state[key], self.detail[key])
+            table.add_row(escape(label), escape(_shown(self.state[key])), escape(self.detail[key]))
         if self._live is None:
             self._live = Live(table, console=Console(file=self.stream), auto_refresh=False, transient=False)
             self._live.start()

@@ -6,7 +6,9 @@ evaluates a training. Each mistake is one line naming the file, flag or key and 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from typing import Any
 from rlrun import runs
 from rlrun.api.requests import PlayRequest, TrainRequest
 from rlrun.errors import InvalidArgument, MissingDependency, did_you_mean
+from rlrun.trust.limits import read_yaml
 
 MAX_CELLS = 100_000
 """The most cells a bench, or seeds a list, may have."""
@@ -22,20 +25,25 @@ EXECUTOR_NAMES = ("inline", "process", "ray")
 
 
 def read_spec(
-    path: str | Path, what: str, keys: Sequence[str], overrides: dict[str, Any], *, not_a_file: str, example: str
+    path: str | Path,
+    what: str,
+    keys: Sequence[str],
+    overrides: dict[str, Any],
+    *,
+    not_a_file: str,
+    example: str,
+    trust: bool = False,
 ) -> dict[str, Any]:
     """The spec at `path` as a mapping whose keys are all in `keys`, with every `overrides` value that is not
     None in place of its own. `what` names the file in errors (`bench spec`); `not_a_file` is the fix when the
-    path is not a file, `example` lists keys a spec has."""
-    import yaml
+    path is not a file, `example` lists keys a spec has.
 
+    Unless `trust`, a value the spec keeps (one that no override replaces) may not reach beyond the spec's
+    own folder and this machine (see `check_reach`)."""
     source = runs.check_path(path, what)
     if not source.is_file():
         raise InvalidArgument(f"{what} {str(source)!r} is not a file; {not_a_file}")
-    try:
-        spec = yaml.safe_load(source.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise InvalidArgument(f"{what} {str(source)!r} is not valid YAML: {' '.join(str(error).split())}") from None
+    spec = read_yaml(source, what)
     if not isinstance(spec, dict):
         raise InvalidArgument(f"{what} {str(source)!r} must be a mapping of keys such as {example}.")
     for key in spec:
@@ -44,8 +52,99 @@ def read_spec(
                 f"{what} key {key!r} is unknown.{did_you_mean(str(key), keys, listing=0)} "
                 f"Valid keys: {', '.join(keys)}."
             )
-    spec.update({key: value for key, value in overrides.items() if value is not None})
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if not trust:
+        check_reach({key: value for key, value in spec.items() if key not in given}, source, what)
+    spec.update(given)
     return spec
+
+
+TRUST_HINT = "or --trust_spec (trust=True in Python) to run the spec as written"
+"""How to accept every value of a spec at once, ending each refusal of `check_reach`."""
+
+
+def check_reach(values: dict[str, Any], source: Path, what: str) -> None:
+    """Refuse the spec values that reach beyond the spec's folder or this machine, each in one line naming the
+    key and how to allow it: `out`, `log_root` or a SQLite `storage` file outside the folder the spec is in
+    (symlinks followed), a `storage` URL of a database server, a Ray `address`, a task whose `module:` part
+    names a module to import (`tasks` or `task`). The person allows a value by giving it on the command line
+    (or as `load_spec`'s keyword), or all of them with `--trust_spec`."""
+    folder = Path(os.path.realpath(source.absolute().parent))
+    for key in ("out", "log_root"):
+        value = values.get(key)
+        if isinstance(value, str | os.PathLike) and not _inside(value, folder):
+            raise _untrusted(what, source, key, value, f"outside the spec's folder {str(folder)!r}")
+    storage = values.get("storage")
+    if isinstance(storage, str):
+        problem = _storage_reach(storage, folder)
+        if problem is not None:
+            raise _untrusted(what, source, "storage", storage, problem)
+    if values.get("address") is not None:
+        raise _untrusted(what, source, "address", values["address"], "which sends the work to a Ray cluster")
+    for key in ("tasks", "task"):
+        for task in _tasks(values.get(key)):
+            module = task_module(task)
+            if module is not None:
+                raise _untrusted(
+                    what, source, key, task, f"whose module {module!r} rlrun would import to find the task"
+                )
+
+
+def task_module(task: str) -> str | None:
+    """The module a task id in Gymnasium's `module:id` form names (imported to register the id), or None."""
+    module, colon, _ = task.partition(":")
+    return module if colon and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", module) else None
+
+
+def _tasks(value: Any) -> list[str]:
+    """The task ids in a spec's `tasks` (a list or a comma-separated string) or `task` value."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",")]
+    if isinstance(value, list | tuple):
+        return [item for item in value if isinstance(item, str)]
+    return []
+
+
+def _inside(path: str | os.PathLike[str], folder: Path) -> bool:
+    """Whether `path` (relative ones from the working directory, as the command line takes them) ends inside
+    `folder` once symlinks are followed."""
+    try:
+        return Path(os.path.realpath(Path(path).absolute())).is_relative_to(folder)
+    except (OSError, ValueError):  # a NUL byte, a loop of links: planning names it
+        return False
+
+
+def _storage_reach(url: str, folder: Path) -> str | None:
+    """Why a spec's storage URL reaches beyond its folder, in words; None for an SQLite database in memory or
+    in a file inside `folder`. A URL that is no URL is left to planning, which refuses it."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return None
+    if scheme.partition("+")[0].lower() != "sqlite":
+        return "a database server that the study's trials would be written to"
+    database, _, query = rest.partition("?")
+    if query:
+        return "with query options, which may point SQLite at another file"
+    if database in ("", "/", "/:memory:"):
+        return None
+    if not database.startswith("/"):
+        return "which names a host"
+    if not _inside(database[1:], folder):
+        return f"a database file outside the spec's folder {str(folder)!r}"
+    return None
+
+
+def _untrusted(what: str, source: Path, key: str, value: Any, problem: str) -> InvalidArgument:
+    shown = shown_url(str(value)) if key == "storage" else str(value)
+    return InvalidArgument(
+        f"{what} {str(source)!r} sets {key} {shown!r}, {problem}; give --{key} {shlex.quote(shown)} on the command "
+        f"line to allow it, {TRUST_HINT}."
+    )
+
+
+def shown_url(url: str) -> str:
+    """`url` with the password of its `user:password@` part, if any, as `***`: a URL fit to print."""
+    return re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:***@", url)
 
 
 def parse_seeds(seeds: tuple[int, ...] | str | int) -> tuple[int, ...]:

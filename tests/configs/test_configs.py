@@ -117,11 +117,9 @@ def test_overrides_of_the_right_shape_still_apply():
 
 
 def test_a_yaml_file_is_parsed_once_per_text_and_every_caller_gets_its_own_configuration(tmp_path, monkeypatch):
-    import yaml
-
     parses = []
-    safe_load = yaml.safe_load
-    monkeypatch.setattr(yaml, "safe_load", lambda text: parses.append(text) or safe_load(text))
+    parse_yaml = loading.parse_yaml  # rlrun.trust.limits's bounded parser
+    monkeypatch.setattr(loading, "parse_yaml", lambda text, what: parses.append(text) or parse_yaml(text, what))
     monkeypatch.setattr(loading, "_PARSED", {})  # the cache lives where `parsed_yaml` reads it
     path = tmp_path / "config.yaml"
     path.write_text("a: 1\nb: [1, 2]\n", encoding="utf-8")

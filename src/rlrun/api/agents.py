@@ -8,6 +8,7 @@ from rlrun.api.requests import AgentRequest, PlayResult
 from rlrun.api.session import Video, play_result, run_episodes, session, video_prefix
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.progress import Progress
+from rlrun.trust import paths
 
 
 def zero_agent(
@@ -32,7 +33,7 @@ def agent_in_call(call: Call, request: AgentRequest, kind: str, progress: Progre
     with session(call, plan, progress=progress) as opened:
         video = None
         if plan.video:
-            folder = plan.log_root / f"{kind}_agent" / plan.experiment / "videos"
+            folder = paths.real_folders(plan.log_root, f"{kind}_agent", plan.experiment, "videos")  # never a link
             video = Video(folder, plan.video_length, None, video_prefix(kind))
         env = opened.instrument(video)
         policy = rollout.zero_policy(env) if kind == "zero" else rollout.random_policy(env, plan.seed)

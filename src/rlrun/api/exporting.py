@@ -1,10 +1,16 @@
-"""`rlrun.export`: the deterministic policy of a checkpoint to ONNX and TorchScript, checked against the live policy."""
+"""`rlrun.export`: the deterministic policy of a checkpoint to ONNX and TorchScript, checked against the live policy.
+
+The files go to `exported/` in the checkpoint's run folder, written only through real folders: a run folder or
+`exported/` that is a link, or a run folder under the log root that resolves outside it, is refused before the
+call runs (`rlrun.trust.paths.output_folder`), and each file replaces whatever is at its name (a link
+included) instead of writing through it (`rlrun.runs.atomic`)."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlrun import runs
 from rlrun.api.checks import has
@@ -12,6 +18,10 @@ from rlrun.api.planning import plan_export
 from rlrun.api.requests import EXPORT_FORMATS, ExportRequest, ExportResult
 from rlrun.api.session import checkpoint_fit, console, play_job, session
 from rlrun.hermetic import Call, hermetic_call
+from rlrun.trust import paths
+
+if TYPE_CHECKING:
+    from rlrun.envs import TorchVectorEnv
 
 
 def export(request: ExportRequest, *, check_leaks: bool | None = None) -> ExportResult:
@@ -23,6 +33,8 @@ def export(request: ExportRequest, *, check_leaks: bool | None = None) -> Export
 def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
     """`export` within an already open hermetic call."""
     plan = plan_export(call, request)
+    run_dir = plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent
+    paths.output_folder(run_dir, "exported", plan.log_root, make=False)  # refused before anything runs
     with session(call, plan) as opened:
         import torch
 
@@ -33,15 +45,14 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
         observations = _validation_observations(env, module, plan.validation_steps, plan.seed)
         with torch.inference_mode():
             expected = module(observations)
-        directory = (plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent) / "exported"
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = paths.output_folder(run_dir, "exported", plan.log_root)  # a real folder, never a link
         files, errors = [], {}
         # ONNX from the trace too: modules that libraries script (rl_games' normaliser) export that way.
         example = observations[:1]
         traced = torch.jit.trace(module, example)
         for name in plan.formats:
             path = directory / EXPORT_FORMATS[name]
-            runs.atomic_save(path, lambda temporary, name=name: _write(name, traced, example, temporary))
+            runs.atomic_save(path, functools.partial(_write, name, traced, example))
             files.append(path)
             exported = _run(name, path, observations)
             if exported is not None:
@@ -55,7 +66,7 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
         )
 
 
-def _validation_observations(env: Any, module: Any, steps: int, seed: int) -> Any:
+def _validation_observations(env: TorchVectorEnv, module: Any, steps: int, seed: int) -> Any:
     """Observations the policy really meets: a short deterministic rollout of the policy itself."""
     import torch
 
@@ -63,7 +74,7 @@ def _validation_observations(env: Any, module: Any, steps: int, seed: int) -> An
     seen = []
     low = high = None
     space = env.single_action_space
-    if hasattr(space, "low"):
+    if hasattr(space, "low") and hasattr(space, "high"):  # a Box
         low = torch.as_tensor(space.low, dtype=torch.float32, device=env.device)
         high = torch.as_tensor(space.high, dtype=torch.float32, device=env.device)
     for _ in range(steps):

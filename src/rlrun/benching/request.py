@@ -40,7 +40,8 @@ class BenchRun:
                 f"run {text!r} is not of the form library[:algorithm[:framework]] "
                 "(for example sb3:sac or skrl:ppo:jax)."
             )
-        return cls(*parts)  # type-checked by planning
+        library, *rest = parts
+        return cls(library, rest[0] if rest else None, rest[1] if len(rest) > 1 else None)  # checked by planning
 
 
 @checked_fields
@@ -112,10 +113,13 @@ SPEC_KEYS = tuple(item.name for item in dataclasses.fields(BenchRequest))
 RUN_KEYS = tuple(item.name for item in dataclasses.fields(BenchRun))
 
 
-def load_spec(path: str | Path, **overrides: Any) -> BenchRequest:
+def load_spec(path: str | Path, *, trust: bool = False, **overrides: Any) -> BenchRequest:
     """A `BenchRequest` from a YAML spec (its keys are the request's fields; `runs` entries are mappings with
     library, algorithm, ml_framework, variant, overrides, or `library[:algorithm[:framework]]` strings);
-    keyword arguments that are not None replace the spec's values."""
+    keyword arguments that are not None replace the spec's values.
+
+    A spec is data: an `out` or `log_root` outside its folder, a Ray `address` or a task's `module:` part is
+    refused unless the same key is given as a keyword or `trust` is set (`rlrun.sweep.check_reach`)."""
     spec = read_spec(
         path,
         "bench spec",
@@ -123,6 +127,7 @@ def load_spec(path: str | Path, **overrides: Any) -> BenchRequest:
         overrides,
         not_a_file="pass a YAML spec or use --tasks/--libraries.",
         example="tasks, runs, seeds",
+        trust=trust,
     )
     spec["runs"] = tuple(_spec_run(entry) for entry in _sequence(spec.get("runs", ()), "runs"))
     for key in ("tasks", "overrides"):

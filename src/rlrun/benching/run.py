@@ -31,6 +31,8 @@ from rlrun.benching.cell import Cell, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
 from rlrun.hermetic import Call, hermetic_call
+from rlrun.reports.results import MAX_RESULTS_BYTES
+from rlrun.trust.limits import file_size_within, parse_json
 
 RESULTS_FILE = "results.jsonl"
 
@@ -43,9 +45,10 @@ class ResultsFile:
         self.path = out / RESULTS_FILE
         self.rows: dict[str, dict[str, Any]] = {}
         if self.path.is_file():
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            path = file_size_within(self.path, RESULTS_FILE, MAX_RESULTS_BYTES)
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
                 try:
-                    row = json.loads(line)
+                    row = parse_json(line, RESULTS_FILE)  # nesting bounded before it is parsed
                 except ValueError:
                     continue  # a line torn by a tool other than rlrun; rlrun's own writes are whole
                 if isinstance(row, dict) and isinstance(row.get("key"), str):

@@ -7,14 +7,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlrun.cli.output import json_text, relative, render
 from rlrun.cli.parser import COMMAND_HELP
 from rlrun.errors import InvalidArgument
 
+if TYPE_CHECKING:
+    from rlrun.hermetic import Call
 
-def run_request(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
+
+def run_request(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
     import dataclasses
 
     from rlrun import api, progress
@@ -40,14 +43,16 @@ def run_request(call: Any, args: argparse.Namespace, arguments: list[str]) -> in
     return 0
 
 
-def bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
+def bench(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
     from rlrun import progress
     from rlrun.benching import SPEC_KEYS, BenchRequest, bench_in_call, load_spec
 
     given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
     given["overrides"] = tuple(args.overrides) or None
     if args.spec is not None:
-        request = load_spec(args.spec, **given)
+        request = load_spec(args.spec, trust=args.trust_spec, **given)
+        if "tasks" not in given:
+            _name_modules(request.tasks, args.spec)
     else:
         if "tasks" not in given or "runs" not in given:
             raise InvalidArgument(
@@ -71,13 +76,15 @@ def bench(call: Any, args: argparse.Namespace, arguments: list[str]) -> int:
     return 0 if result.failed == 0 else 1
 
 
-def tune(call: Any, args: argparse.Namespace) -> int:
+def tune(call: Call, args: argparse.Namespace) -> int:
     from rlrun.tuning import SPEC_KEYS, TuneRequest, load_spec, tune_in_call
 
     given = {key: value for key, value in vars(args).items() if key in SPEC_KEYS}
     given["overrides"] = tuple(args.overrides) or None
     if args.spec is not None:
-        request = load_spec(args.spec, **given)
+        request = load_spec(args.spec, trust=args.trust_spec, **given)
+        if "task" not in given:
+            _name_modules((request.task,), args.spec)
     else:
         if "task" not in given:
             raise InvalidArgument("rlrun tune needs a spec file with a search_space (see 'rlrun tune --help').")
@@ -100,12 +107,23 @@ def tune(call: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def _name_modules(tasks: Any, spec: str) -> None:
+    """Say on stderr which module a spec's task makes rlrun import, before planning imports it (a spec may name
+    one only with --trust_spec)."""
+    from rlrun.sweep import task_module
+
+    for task in tasks if isinstance(tasks, tuple | list) else ():
+        module = task_module(task) if isinstance(task, str) else None
+        if module is not None:
+            print(f"rlrun: importing module {module} for task {task} (from spec {spec})", file=sys.stderr)
+
+
 def _dashboard(storage: str) -> str:
     prefix = "sqlite:///"
     return relative(Path(storage[len(prefix) :])) if storage.startswith(prefix) else storage
 
 
-def report(call: Any, args: argparse.Namespace) -> int:
+def report(call: Call, args: argparse.Namespace) -> int:
     from rlrun.reports import write_report
 
     with call.guarded():

@@ -1,5 +1,9 @@
 """What the command line prints: a result as text or JSON, and the lines that say where a run went and how
-to continue it."""
+to continue it.
+
+Paths, run folders, tasks and error messages may come from files (a run folder's name, a task read from
+run.json): every line printed here has its control characters escaped (`rlrun.trust.text.terminal`), so a
+name cannot move the cursor or rewrite the screen. JSON escapes them by itself."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrun.errors import TrainingStopped, UserError
+from rlrun.trust.text import terminal
 
 
 def resume_hint(stop: TrainingStopped) -> str:
@@ -20,17 +25,27 @@ def resume_hint(stop: TrainingStopped) -> str:
     checkpoint = Path(str(stop.checkpoint))
     return (
         f"; run {relative(run)}, checkpoint {relative(checkpoint)}; continue it with the same "
-        f"rlrun train command and --resume --load_run {run.name} --checkpoint {checkpoint.relative_to(run)}"
+        f"rlrun train command and --resume --load_run {terminal(run.name)} --checkpoint "
+        f"{terminal(_inside(checkpoint, run))}"
     )
 
 
+def _inside(path: Path, folder: Path) -> Path:
+    """`path` relative to `folder` when it is inside it, else `path` itself."""
+    try:
+        return path.relative_to(folder)
+    except ValueError:
+        return path
+
+
 def one_line(error: UserError) -> str:
-    """A user error's message on one line, whatever text (a library's reason, a path) it quotes."""
-    return " ".join(str(error).split())
+    """A user error's message on one line, whatever text (a library's reason, a path) it quotes, with its control
+    characters escaped."""
+    return terminal(" ".join(str(error).split()))
 
 
 def render(result: Any, as_json: bool) -> str:
-    return json_text(result) if as_json else summary(result)
+    return json_text(result) if as_json else "\n".join(terminal(line) for line in summary(result).split("\n"))
 
 
 def summary(result: Any) -> str:
@@ -95,16 +110,18 @@ def curves_line(run_dir: Path) -> str:
     """How to view a training's curves: TensorBoard on its library's folder (`<log_root>/<library>`), which
     shows this run beside the library's others; every run has the same `rlrun/*` scalars."""
     library_dir = run_dir.parent.parent
-    return f"curves: tensorboard --logdir {relative(library_dir)}  (this run: {run_dir.relative_to(library_dir)})"
+    this = terminal(_inside(run_dir, library_dir))
+    return f"curves: tensorboard --logdir {relative(library_dir)}  (this run: {this})"
 
 
 def relative(path: Path | None) -> str:
+    """`path` relative to the working folder when it is under it, for printing (control characters escaped)."""
     if path is None:
         return "-"
     try:
-        return str(path.relative_to(Path.cwd()))
+        return terminal(path.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        return terminal(path)
 
 
 def json_text(result: Any) -> str:

@@ -138,8 +138,8 @@ def _request_flags(
 def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
     """The whole command line, generated from the request dataclasses; `rlrun <command> --help` shows each.
 
-    The flags' help texts are the fields' docstrings, read from the source (about 50 ms); `help_texts=False`
-    leaves them out for a command line that asks for no help (see `parse`)."""
+    The flags' help texts are the fields' docstrings, read from the source, which costs more than the rest of
+    the parser; `help_texts=False` leaves them out for a command line that asks for no help (see `parse`)."""
     parser = _Parser(
         prog="rlrun",
         description="Train, play and compare RL agents with RSL-RL and other libraries, hermetically.",
@@ -219,7 +219,8 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
         args.spec = None
     unknown = [word for word in extras if word not in args.overrides]
     if unknown or (args.overrides and args.command == "list"):
-        command = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+        command = commands.choices[args.command]
         flags = [flag for action in command._actions for flag in action.option_strings]
         hint = did_you_mean(unknown[0].split("=")[0], flags) if unknown and unknown[0].startswith("-") else ""
         raise InvalidArgument(
@@ -245,6 +246,13 @@ def _spec_command(
         name, help=help, description=description, epilog=epilog, formatter_class=_HelpFormatter
     )
     parser.add_argument("spec", nargs="?", default=None, help=spec_help)
+    parser.add_argument(
+        "--trust_spec",
+        action="store_true",
+        help="run the spec as written even where it reaches beyond its folder or this machine: an out, log_root or "
+        "SQLite storage file outside the spec's folder, a database server's storage URL, a Ray address, a task "
+        "whose module: part rlrun imports (without it, give such a value as its flag)",
+    )
     _request_flags(parser, request, given_only=True, help_texts=help_texts)
     for flag, text in CLI_ONLY_FLAGS:
         parser.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)

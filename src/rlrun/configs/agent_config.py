@@ -1,7 +1,8 @@
 """The `--agent_config` file: a YAML agent configuration that replaces the shipped one, checked like overrides.
 
 A value that cannot stand where the shipped one stood is refused in one line naming the file and the key;
-a file that cannot be read, is not YAML or is not a mapping is refused with what to pass instead.
+a file that cannot be read, is not YAML, is past a limit of `rlrun.trust.limits` or is not a mapping is refused
+with what to pass instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from rlrun.configs.checks import check_value
 from rlrun.configs.loading import RUN_KEYS
 from rlrun.errors import InvalidArgument
+from rlrun.trust.limits import read_yaml
 
 AGENT_CONFIG_FLAG = "--agent_config"
 
@@ -40,25 +42,7 @@ def read_agent_config(path: Path, shipped: Mapping[str, Any]) -> dict[str, Any]:
     replaces) the way overrides are: a value that cannot stand where the shipped one stood is refused, in
     one line naming the file and the key. Keys the file adds are kept; rlrun's run keys (`num_envs`,
     `max_iterations`, `seed`) it lacks are the shipped ones."""
-    import yaml
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or type(error).__name__
-        raise InvalidArgument(
-            f"{AGENT_CONFIG_FLAG} {str(path)!r} cannot be read ({reason}); pass a YAML file."
-        ) from None
-    try:
-        config = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        reason = " ".join(str(getattr(error, "problem", None) or "invalid YAML").split())
-        raise InvalidArgument(
-            f"{AGENT_CONFIG_FLAG} {str(path)!r} is not YAML ({reason}{where}); fix the file, "
-            "or start from a run's params/agent.yaml."
-        ) from None
+    config = read_yaml(path, AGENT_CONFIG_FLAG)
     if not isinstance(config, dict) or not all(isinstance(key, str) for key in config):
         raise InvalidArgument(
             f"{AGENT_CONFIG_FLAG} {str(path)!r} holds {_kind(config)}, not a mapping of configuration keys; "

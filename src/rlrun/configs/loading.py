@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
+from rlrun.trust.limits import parse_yaml
+
 RUN_KEYS = ("num_envs", "max_iterations", "seed")
 """Top-level keys of an agent configuration that belong to rlrun, not to the library."""
 
@@ -67,14 +69,13 @@ def parsed_yaml(path: Any) -> Any:
 
     Every call's planning reads the same few files (the shipped configuration, RL Zoo's table), and parsing
     costs far more than reading: the parsed document is kept per path and text, so an edited file is parsed
-    again. The result is shared: callers copy what they change.
+    again. The result is shared: callers copy what they change. Parsed with the limits of `rlrun.trust.limits`
+    (plain values, no tags, sizes and aliases bounded), like every file rlrun reads.
     """
-    import yaml
-
     text = path.read_text(encoding="utf-8")
     key = (str(path), text)
     if key not in _PARSED:
         if len(_PARSED) >= 64:  # a bound for a process that reads many edited files; a few in practice
             _PARSED.clear()
-        _PARSED[key] = yaml.safe_load(text)
+        _PARSED[key] = parse_yaml(text, f"YAML file {str(path)!r}")
     return _PARSED[key]

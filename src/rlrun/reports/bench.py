@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rlrun.errors import InvalidArgument
 from rlrun.reports.results import RESULTS_FILE, read_results
+from rlrun.trust import paths
 
 REPORT_FILE = "report.md"
 PLOTS_DIR = "plots"
@@ -67,7 +68,7 @@ def write_report(out_dir: Path | str, *, reps: int = 10_000, curve_reps: int = 2
     tasks = aggregate.summarize(results.cells, reps=reps, curve_reps=curve_reps, seed=seed)
     profile = aggregate.performance_profile(results.cells, reps=curve_reps, seed=seed)
     figures = plots.make_plots(tasks, profile)
-    plots_dir = out_dir / PLOTS_DIR
+    plots_dir = paths.output_folder(out_dir, PLOTS_DIR)  # a real folder, never a link
     written = {path for figure in figures for path in plots.save_plot(figure, plots_dir)}
     if plots_dir.is_dir():  # a previous report's figures that this one does not have (a task gone, ...)
         for stale in plots_dir.iterdir():
@@ -75,7 +76,5 @@ def write_report(out_dir: Path | str, *, reps: int = 10_000, curve_reps: int = 2
                 stale.unlink()
     text = markdown.render(results, tasks, figures, profile, out_dir=out_dir, reps=reps, seed=seed)
     report = out_dir / REPORT_FILE
-    partial = report.with_name(f".{REPORT_FILE}.tmp")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(report)
+    paths.replace_file(report, text)  # never through a link that has its name
     return report

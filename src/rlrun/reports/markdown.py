@@ -1,15 +1,20 @@
 """report.md: one table per task (run, seeds, final and eval return IQM [CI], median steps/s, time and env
-steps to the reward threshold, failures), the failed and skipped cells, and the figures with their captions."""
+steps to the reward threshold, failures), the failed and skipped cells, and the figures with their captions.
+
+Every string from results.jsonl (a task, a run label, an error, a note) and every title or caption that quotes
+one is escaped (`rlrun.trust.text`): the report shows it, and no HTML, link or image in it is rendered."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from rlrun.reports.aggregate import Estimate, Profile, RunSummary, TaskSummary
 from rlrun.reports.plots import Plot
 from rlrun.reports.results import Results
+from rlrun.trust import text as safe
 
 COLUMNS = (
     "run",
@@ -25,8 +30,8 @@ NONE = "—"
 
 
 def cell_text(text: object) -> str:
-    """Text made safe for a Markdown table cell: one line, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text made safe for a Markdown table cell: one line, pipes, HTML, links and images escaped."""
+    return safe.markdown(text, table=True)
 
 
 def fmt_return(value: float) -> str:
@@ -84,11 +89,19 @@ def _figure(plot: Plot, out_dir: Path) -> list[str]:
     links = {path.suffix.lstrip("."): Path(os.path.relpath(path, out_dir)).as_posix() for path in plot.files}
     lines = []
     if "png" in links:
-        lines.append(f"![{plot.title}]({links['png']})")
+        lines.append(f"![{safe.markdown(plot.title)}]({_link(links['png'])})")
         lines.append("")
-    others = ", ".join(f"[{fmt.upper()}]({link})" for fmt, link in links.items())
-    lines.append(f"*{plot.caption}* ({others})")
+    others = ", ".join(f"[{safe.markdown(fmt.upper())}]({_link(link)})" for fmt, link in links.items())
+    lines.append(f"*{safe.markdown(plot.caption)}* ({others})")
     return lines
+
+
+def _link(target: str) -> str:
+    """A relative link to a figure file rlrun wrote, as a link destination: in angle brackets when it holds
+    anything but the characters of a plain file path."""
+    if re.fullmatch(r"[A-Za-z0-9._/-]+", target):
+        return target
+    return "<" + re.sub(r"([<>\\])", r"\\\1", target) + ">"
 
 
 def _seeds(values: Sequence[int]) -> str:
@@ -112,7 +125,7 @@ def render(
     lines = [
         "# Bench report",
         "",
-        f"From `{results.path.name}`: {len(cells)} cells over {len(tasks)} task{'s' * (len(tasks) != 1)} and "
+        f"From {safe.code(results.path.name)}: {len(cells)} cells over {len(tasks)} task{'s' * (len(tasks) != 1)} and "
         f"{len(runs)} run{'s' * (len(runs) != 1)}: {count['completed']} completed, {count['failed']} failed, "
         f"{count['skipped']} skipped.",
     ]
@@ -130,7 +143,7 @@ def render(
     ]
     by_stem = {plot.stem: plot for plot in plots}
     for task in tasks:
-        lines += ["", f"## {task.task}", ""]
+        lines += ["", f"## {safe.markdown(task.task)}", ""]
         if task.threshold is not None:
             lines += [f"Reward threshold: {task.threshold:g}.", ""]
         shown = [r for r in task.runs if r.seeds or r.failed]

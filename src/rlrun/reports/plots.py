@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rlrun.reports.aggregate import CurveBand, Profile, TaskSummary
+from rlrun.trust import paths
 
 if TYPE_CHECKING:
+    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -79,7 +81,7 @@ def _decorate(figure: Figure, title: str, caption: str) -> None:
 
 def _legend(figure: Figure) -> None:
     """One legend entry per label over all axes, outside the axes on the right."""
-    entries = {}
+    entries: dict[str, Artist] = {}
     for axes in figure.axes:
         for handle, label in zip(*axes.get_legend_handles_labels(), strict=True):
             entries.setdefault(label, handle)
@@ -242,13 +244,18 @@ def _unique(plots: list[Plot]) -> list[Plot]:
 
 
 def save_plot(plot: Plot, directory: Path) -> tuple[Path, ...]:
-    """Write the figure as `<directory>/<stem>.png` and `.svg` (created if need be); return and record the paths."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """Write the figure as `<directory>/<stem>.png` and `.svg` (created if need be, never through a link);
+    return and record the paths."""
+    import io
+
+    directory = paths.output_folder(directory.parent, directory.name)
     files = []
     for fmt in FORMATS:
         path = directory / f"{plot.stem}.{fmt}"
         metadata = {"Date": None} if fmt == "svg" else None  # reproducible SVG bytes
-        plot.figure.savefig(path, format=fmt, dpi=120, metadata=metadata)
+        image = io.BytesIO()
+        plot.figure.savefig(image, format=fmt, dpi=120, metadata=metadata)
+        paths.replace_file(path, image.getvalue())
         files.append(path)
     plot.files = tuple(files)
     return plot.files

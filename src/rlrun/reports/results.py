@@ -10,13 +10,16 @@ for the same `key` (a rerun with `--force`) replaces the earlier one, keeping th
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlrun.trust.limits import file_size_within, parse_json
+
 RESULTS_FILE = "results.jsonl"
+MAX_RESULTS_BYTES = 256 << 20
+"""The largest results.jsonl read (256 MiB): a row is under a kilobyte, and a bench has at most 100,000 cells."""
 METRICS_FILE = "metrics.csv"
 STATUSES = ("completed", "failed", "skipped")
 
@@ -162,8 +165,10 @@ def read_curve(run_dir: Path | str | None) -> Curve | None:
 def read_results(path: Path | str, *, curves: bool = True) -> Results:
     """Read `results.jsonl`: the last row per key, each with its learning curve when `curves` (see `read_curve`).
 
-    Lines that are not a JSON object with a `key` are skipped and their numbers kept in `unreadable_lines`."""
-    path = Path(path)
+    Lines that are not a JSON object with a `key` (or nest deeper than `rlrun.trust.limits.MAX_DEPTH`) are
+    skipped and their numbers kept in `unreadable_lines`; a file over `MAX_RESULTS_BYTES`, or one that is no
+    regular file, is refused (`UnreadableFile`)."""
+    path = file_size_within(path, RESULTS_FILE, MAX_RESULTS_BYTES)
     latest: dict[str, CellResult] = {}
     unreadable: list[int] = []
     with path.open("r", encoding="utf-8", errors="replace") as handle:
@@ -171,7 +176,7 @@ def read_results(path: Path | str, *, curves: bool = True) -> Results:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, f"{RESULTS_FILE} line {number}")  # nesting bounded (rlrun.trust.limits)
                 if not isinstance(row, dict) or "key" not in row:
                     raise ValueError("not a results row")
                 cell = _cell(row, path.parent)

@@ -6,6 +6,9 @@ power loss. Files that must land together (a checkpoint and the run.json that li
 batch (`atomic_paths`): every file is fsynced before the first move and each directory once after its
 moves, instead of a directory fsync per file. Files get the mode the process's umask gives (0644 under
 umask 022), as every other tool's output does.
+
+Nothing is written through a link: a temporary folder is a new one (`mkdtemp`), and `os.replace` puts the file
+in place of whatever has the target's name, a link included, instead of following it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlrun.trust.paths import create_file
 
 TEMPORARY_SUFFIX = ".rlrun-tmp"
 
@@ -51,8 +56,8 @@ class Folders:
     its run): the directories already swept of dead writers' temporaries (`sweep_temporaries`), the mode a new
     file gets in this process (`_new_file_mode`), and the temporary folders of committed batches, empty, for
     the next batches into their directory. Without it each batch sweeps and probes again, and makes and removes
-    its own folders: a mkdir and a rmdir per directory, 0.15-0.2 ms each of journal work on this machine's ext4,
-    about a millisecond of every SKRL checkpoint moment. The writer calls `release` once no batch is in flight.
+    its own folders: a mkdir and a rmdir per directory, each journal work for the file system, a noticeable part
+    of a checkpoint moment. The writer calls `release` once no batch is in flight.
     """
 
     swept: set[Path] = field(default_factory=set)
@@ -180,23 +185,20 @@ class BackgroundCommits:
     """Commits written batches on one thread, in the order given, while the writer goes on.
 
     A batch's files are written by the caller (`torch.save` into the page cache: fast); what remains, fsyncing
-    each file and its folders and moving them into place, mostly waits for the disk, without the GIL. A
-    training that saves a checkpoint every few iterations (SKRL: 16 in a 15-iteration run, two at a time)
-    spent 4-5% of its time there. One committer thread ("rlrun-commit", started by the first `submit`) takes
+    each file and its folders and moving them into place, mostly waits for the disk, without the GIL, and in
+    the caller would hold up a training that saves a checkpoint every few iterations (SKRL saves two at a
+    time). One committer thread ("rlrun-commit", started by the first `submit`) takes
     the batches from a queue in submission order; after a failed commit the later batches are discarded,
     never moved (their run.json would list the failed one's file). At most `IN_FLIGHT` batches are in flight
     at once: `submit` waits for the oldest beyond that. `wait` returns once none is, joining the thread and
     raising what a commit raised (once): a writer calls it before its last write, so no thread outlives the
-    call (a Ctrl-C while it waits is held until the commits are done, a few milliseconds, then raised).
+    call (a Ctrl-C while it waits is held until the commits are done, then raised).
 
     A commit is not free for the writer's thread: each system call it makes releases the GIL and takes it
-    back, and while the training holds it, taking it back forces a switch. In a 1-iteration SKRL call (11
-    commits within 64 steps) the policy's `act` took 41 ms in all with commits in flight against 26 ms
-    without (commits in the caller), 37 ms once `Batch` used plain descriptors and `os.rmdir` instead of
-    `open()` and `shutil.rmtree` (fewer calls per commit). A thread per batch cost more again (`start` waits
-    until the new thread runs, a wait for the scheduler when the other core is busy): 11 SKRL-sized moments
-    beside a training loop took 27-35 ms more than the library's plain saves with a thread per batch, 19-26
-    ms with this one thread (`benchmarks/checkpoint_moments.py`).
+    back, and while the training holds it, taking it back forces a switch. So `Batch` makes few calls per
+    commit (plain descriptors and `os.rmdir`, not `open()` and `shutil.rmtree`), and one thread commits every
+    batch: a thread per batch costs more (`start` waits until the new thread runs, a wait for the scheduler
+    when the other core is busy; `benchmarks/checkpoint_moments.py`).
     """
 
     IN_FLIGHT = 4
@@ -280,7 +282,7 @@ def _new_file_mode(folder: Path) -> int:
     under 077) whatever the writer did: one that wrote through `mkstemp` would leave 0600.
     """
     probe = folder / ".mode"
-    descriptor = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    descriptor = create_file(probe)
     try:
         return os.fstat(descriptor).st_mode & 0o7777
     finally:
@@ -301,10 +303,10 @@ def sweep_temporaries(directory: Path) -> list[Path]:
         pid = int(parts[-3]) if len(parts) == 4 and parts[-3].isdigit() else None
         if pid is None or (pid == os.getpid() and candidate.name in _WRITING) or (pid != os.getpid() and _running(pid)):
             continue
-        if candidate.is_dir():
+        if candidate.is_dir() and not candidate.is_symlink():
             shutil.rmtree(candidate, ignore_errors=True)
         else:
-            candidate.unlink(missing_ok=True)  # a temporary file of an earlier rlrun
+            candidate.unlink(missing_ok=True)  # a temporary file of an earlier rlrun, or a link (never followed)
         removed.append(candidate)
     return removed
 

@@ -25,6 +25,8 @@ from typing import Any
 
 from rlrun.errors import CorruptRun, InvalidArgument
 from rlrun.runs.atomic import atomic_write_text
+from rlrun.trust import paths
+from rlrun.trust.limits import UnreadableFile, read_json
 
 MANIFEST = "run.json"
 MANIFEST_VERSION = 1
@@ -46,10 +48,13 @@ def new_run_dir(
     same second after it, in this process or any other, get `_2`, `_3`, ... . The claim is a `mkdir`
     that fails when the name exists (atomic on local filesystems and NFS), so two processes never get
     the same directory; the name says nothing about order, lookups order runs by `created_at`.
+
+    The log root may be a link (the user's choice); the library and experiment folders under it must be real
+    folders, and a link there is refused (`OutsidePath`): a shared log root's planted link would otherwise
+    take the whole run elsewhere. `mkdir` never follows a link, so a planted run name is skipped like a taken one.
     """
     stamp = (now or _dt.datetime.now()).strftime(TIMESTAMP_FORMAT)
-    base = Path(log_root).absolute() / library / experiment
-    base.mkdir(parents=True, exist_ok=True)
+    base = paths.real_folders(log_root, library, experiment)
     name = f"{stamp}_{run_name}" if run_name else stamp
     for counter in range(1, MAX_SAME_SECOND + 1):
         candidate = base / (name if counter == 1 else f"{name}_{counter}")
@@ -135,10 +140,13 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    """Return the run's manifest, or None when it is missing or unreadable (malformed ones are returned)."""
+    """Return the run's manifest, or None when it is missing or unreadable (malformed ones are returned), or a
+    link that ends outside its run folder (never read)."""
+    if not paths.is_inside(paths.real(run_dir / MANIFEST), paths.real(run_dir)):
+        return None
     try:
-        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = read_json(run_dir / MANIFEST, MANIFEST)
+    except UnreadableFile:
         return None
     return manifest if isinstance(manifest, dict) else None
 
@@ -189,17 +197,15 @@ def _short(value: Any, limit: int = 40) -> str:
 
 
 def _load(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """The parsed run.json of `run_dir` (a dict, or None when it is not one) and its problem (None: sound)."""
-    try:
-        text = (run_dir / MANIFEST).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return None, "is not UTF-8 text"
-    except OSError as error:
-        return None, f"cannot be read ({error.strerror or type(error).__name__})"
-    try:
-        manifest = json.loads(text)
-    except ValueError as error:
-        return None, f"does not parse as JSON ({error})"
+    """The parsed run.json of `run_dir` (a dict, or None when it is not one) and its problem (None: sound).
+    A run.json that is a link ending outside its run folder is not read: that is its problem."""
+    source, home = paths.real(run_dir / MANIFEST), paths.real(run_dir)
+    if not paths.is_inside(source, home):
+        return None, f"is a link to {str(source)!r}, outside the run folder"
+    try:  # bounded: a size cap, nesting depth, UTF-8 (`rlrun.trust.limits`)
+        manifest = read_json(run_dir / MANIFEST, MANIFEST)
+    except UnreadableFile as error:
+        return None, error.problem
     return (manifest if isinstance(manifest, dict) else None), manifest_problem(manifest)
 
 
@@ -269,6 +275,11 @@ class Run:
     @property
     def created_at(self) -> str:
         return _created_at(self.path, self.manifest)
+
+    def file(self, name: str, what: str = "checkpoint") -> Path:
+        """The path of the run's file `name` (a path inside the run), refused (`OutsidePath`, naming `what`)
+        when, with its links followed, it ends outside the run folder."""
+        return paths.inside(self.path / name, self.path, what)
 
 
 @dataclass(frozen=True)

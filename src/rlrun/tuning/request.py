@@ -6,14 +6,16 @@ The request's field docstrings are the `rlrun tune` command line's help.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlrun import runs
 from rlrun.api.requests import checked_fields
-from rlrun.errors import InvalidArgument
-from rlrun.sweep import EXECUTOR_NAMES, read_spec
+from rlrun.errors import InvalidArgument, MissingDependency
+from rlrun.sweep import EXECUTOR_NAMES, read_spec, shown_url
 
 OBJECTIVES = ("final_return", "eval_return")
 DIRECTIONS = ("maximize", "minimize")
@@ -120,9 +122,14 @@ class TuneResult:
 SPEC_KEYS = tuple(item.name for item in dataclasses.fields(TuneRequest))
 
 
-def load_spec(path: str | Path, **overrides: Any) -> TuneRequest:
+def load_spec(path: str | Path, *, trust: bool = False, **overrides: Any) -> TuneRequest:
     """A `TuneRequest` from a YAML spec (its keys are the request's fields); keyword arguments that are not
-    None replace the spec's values."""
+    None replace the spec's values.
+
+    A spec is data: an `out`, `log_root` or SQLite `storage` file outside its folder, a database server's
+    `storage` URL, a Ray `address` or a task's `module:` part is refused unless the same key is given as a
+    keyword or `trust` is set (`rlrun.sweep.check_reach`). The storage URL's database driver must be installed
+    (`check_storage`)."""
     spec = read_spec(
         path,
         "tune spec",
@@ -130,7 +137,9 @@ def load_spec(path: str | Path, **overrides: Any) -> TuneRequest:
         overrides,
         not_a_file="pass a YAML spec such as tune.yaml.",
         example="task, search_space",
+        trust=trust,
     )
+    check_storage(spec.get("storage"))
     for key in ("overrides", "enqueue"):
         value = spec.get(key)
         if isinstance(value, str) and key == "overrides":
@@ -147,4 +156,83 @@ def load_spec(path: str | Path, **overrides: Any) -> TuneRequest:
     return TuneRequest(**spec)
 
 
-__all__ = ["SPEC_KEYS", "TuneRequest", "TuneResult", "load_spec"]
+STORAGE_DRIVERS = {
+    "pysqlite": ("sqlite3", "(Python's own sqlite3)"),
+    "psycopg2": ("psycopg2", "psycopg2-binary"),
+    "psycopg": ("psycopg", "'psycopg[binary]'"),
+    "pg8000": ("pg8000", "pg8000"),
+    "psycopg2cffi": ("psycopg2cffi", "psycopg2cffi"),
+    "mysqldb": ("MySQLdb", "mysqlclient"),
+    "pymysql": ("pymysql", "PyMySQL"),
+    "mysqlconnector": ("mysql.connector", "mysql-connector-python"),
+    "mariadbconnector": ("mariadb", "mariadb"),
+    "cymysql": ("cymysql", "cymysql"),
+    "cx_oracle": ("cx_Oracle", "cx_Oracle"),
+    "oracledb": ("oracledb", "oracledb"),
+    "pyodbc": ("pyodbc", "pyodbc"),
+    "pymssql": ("pymssql", "pymssql"),
+}
+"""SQLAlchemy's synchronous database drivers: the driver's name in a URL (`postgresql+psycopg2://`) -> the module
+it imports and the pip package that installs it."""
+
+STORAGE_DIALECTS = {
+    "sqlite": ("pysqlite",),
+    "postgresql": ("psycopg2", "psycopg", "pg8000", "psycopg2cffi"),
+    "mysql": ("mysqldb", "pymysql", "mysqlconnector", "cymysql"),
+    "mariadb": ("mysqldb", "pymysql", "mariadbconnector", "mysqlconnector"),
+    "oracle": ("oracledb", "cx_oracle"),
+    "mssql": ("pyodbc", "pymssql"),
+}
+"""The databases SQLAlchemy itself speaks to and their drivers; `_default_driver` says which a URL without one gets."""
+
+
+def check_storage(url: Any) -> None:
+    """Refuse, in one line, a storage URL whose database SQLAlchemy does not know (`postgres://`, `foo://`) or
+    whose driver is not installed (`postgresql://` without its driver), naming the pip package, before any
+    folder exists. Databases and drivers that installed packages add (the `sqlalchemy.dialects` entry points)
+    are taken as they are; a value that is no URL is left to planning, which refuses it."""
+    if not isinstance(url, str) or "://" not in url or importlib.util.find_spec("sqlalchemy") is None:
+        return
+    scheme = url.partition("://")[0].lower()
+    dialect, _, driver = scheme.partition("+")
+    url = shown_url(url)  # printed below: no password
+    if _plugin_dialect(dialect, driver):
+        return
+    if dialect not in STORAGE_DIALECTS:
+        raise InvalidArgument(
+            f"--storage {url!r}: {dialect!r} is not a database SQLAlchemy knows; use sqlite:///path/study.db, "
+            "postgresql://user@host/db or mysql://user@host/db (or leave it out for <out>/study.db)."
+        )
+    if driver and driver not in STORAGE_DIALECTS[dialect]:
+        raise InvalidArgument(
+            f"--storage {url!r}: {driver!r} is not a {dialect} driver rlrun can use; use one of "
+            f"{', '.join(f'{dialect}+{name}://' for name in STORAGE_DIALECTS[dialect])}."
+        )
+    module, package = STORAGE_DRIVERS[driver or _default_driver(dialect)]
+    if importlib.util.find_spec(module.partition(".")[0]) is None:
+        raise MissingDependency(
+            f"--storage {url!r} needs the {dialect} driver {module!r}, which is not installed: pip install {package} "
+            f"(or name an installed driver: {dialect}+DRIVER://)."
+        )
+
+
+def _default_driver(dialect: str) -> str:
+    """The driver SQLAlchemy takes for a URL that names none: psycopg (version 3) and oracledb from
+    SQLAlchemy 2.1 on, psycopg2 and cx_Oracle before; the first listed for the others."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in re.findall(r"\d+", version("sqlalchemy"))[:2])
+    if dialect in ("postgresql", "oracle") and (major, minor) < (2, 1):
+        return {"postgresql": "psycopg2", "oracle": "cx_oracle"}[dialect]
+    return {"postgresql": "psycopg", "oracle": "oracledb"}.get(dialect, STORAGE_DIALECTS[dialect][0])
+
+
+def _plugin_dialect(dialect: str, driver: str) -> bool:
+    """Whether an installed package adds this database (and driver) to SQLAlchemy through an entry point."""
+    from importlib.metadata import entry_points
+
+    names = {point.name for point in entry_points(group="sqlalchemy.dialects")}
+    return (f"{dialect}.{driver}" if driver else dialect) in names
+
+
+__all__ = ["SPEC_KEYS", "TuneRequest", "TuneResult", "check_storage", "load_spec"]

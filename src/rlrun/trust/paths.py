@@ -1,0 +1,167 @@
+"""Paths rlrun reads and writes: each resolved with its links followed, and refused when it ends outside its place.
+
+A log root may be shared, and a folder or file in it may be a symbolic link that someone else planted: a
+checkpoint that points at another user's file, an experiment folder that points at a home directory. rlrun
+follows no such link out of its place:
+
+- the log root is the user's choice and may itself be a link; it is resolved once (`real`), and whatever rlrun
+  reads or writes below it must resolve inside it (`inside`);
+- a file that a run lists (run.json, a checkpoint) must resolve inside its run folder (`inside` again);
+- a folder rlrun writes into below the log root is a real folder, not a link (`real_folders`, `output_folder`),
+  and a file it creates is opened with `O_CREAT | O_EXCL | O_NOFOLLOW` (`create_file`), so that neither is ever
+  written through a link that was there before.
+
+A refusal is `OutsidePath`, a user error: one line naming the path, where it points and the folder it left.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rlrun.errors import UserError
+
+__all__ = [
+    "OutsidePath",
+    "create_file",
+    "inside",
+    "is_inside",
+    "output_folder",
+    "real",
+    "real_folders",
+    "replace_file",
+]
+
+
+class OutsidePath(UserError, PermissionError):
+    """A path that, with its links followed, ends outside the run folder or log root it belongs to, or a link
+    where rlrun writes; the message names the path, where it points, and the folder it should stay in."""
+
+
+def real(path: str | os.PathLike[str]) -> Path:
+    """`path` made absolute with every link followed (the parts that do not exist yet kept as they are)."""
+    return Path(os.path.realpath(Path(path).absolute()))
+
+
+def is_inside(path: str | os.PathLike[str], folder: str | os.PathLike[str]) -> bool:
+    """Whether `path` is `folder` or under it, both taken as they are (resolve them first: `real`)."""
+    path, folder = Path(path), Path(folder)
+    return path == folder or folder in path.parents
+
+
+def inside(path: str | os.PathLike[str], folder: str | os.PathLike[str], what: str) -> Path:
+    """`path`, unchanged, when with its links followed it ends inside `folder` (resolved too); else `OutsidePath`
+    naming `what` (e.g. "checkpoint"), the path and where it points."""
+    target, home = real(path), real(folder)
+    if not is_inside(target, home):
+        raise outside(what, path, target, home)
+    return Path(path)
+
+
+def outside(what: str, path: str | os.PathLike[str], target: Path, folder: Path) -> OutsidePath:
+    """The one-line refusal of `path` (`what` it is), which points to `target`, outside `folder`."""
+    return OutsidePath(
+        f"{what} {os.fspath(path)!r} points to {str(target)!r}, outside {str(folder)!r}; rlrun reads and writes "
+        "only inside a run's folder and its log root: remove the link (or copy the file in) and try again."
+    )
+
+
+def linked(what: str, path: str | os.PathLike[str]) -> OutsidePath:
+    """The one-line refusal of writing through `path` (`what` it is), a link."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return OutsidePath(
+        f"{what} {os.fspath(path)!r} is a link (to {target!r}); rlrun writes only into real folders, never "
+        "through a link: remove the link and try again."
+    )
+
+
+def real_folders(root: str | os.PathLike[str], *parts: str, what: str = "folder") -> Path:
+    """`root/parts...`: the root made with its parents if missing (it may be a link: the user's choice), and
+    each folder below it made if missing or, if there, checked to be a real folder, never a link.
+
+    A folder below the root that is a link, or that is not a folder, is refused (`OutsidePath`): rlrun
+    would otherwise create files wherever it points. `os.mkdir` never follows a link, so a link planted
+    between the check and the make fails the make instead of being followed.
+    """
+    folder = Path(root).absolute()
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in parts:
+        if part in ("", ".", "..") or os.sep in part or (os.altsep and os.altsep in part):
+            raise ValueError(f"{part!r} is not one folder name")
+        folder = folder / part
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            if folder.is_symlink():
+                raise linked(what, folder) from None
+            if not folder.is_dir():
+                raise
+    return folder
+
+
+def output_folder(
+    folder: str | os.PathLike[str], name: str, root: str | os.PathLike[str] | None = None, *, make: bool = True
+) -> Path:
+    """`folder/name`, made if missing (unless not `make`: then only checked), for rlrun to write its files into
+    (`exported/` in a run folder).
+
+    `folder` must not itself be a link, nor `folder/name`; when `folder` lies under `root` (the log root, as
+    the user spelled it), no folder between the root and it may be a link either, and it must resolve inside
+    the root. Otherwise `OutsidePath`.
+    """
+    path = Path(folder).absolute()
+    if root is not None:
+        base = Path(root).absolute()
+        if is_inside(path, base):
+            step = base
+            for part in path.relative_to(base).parts:
+                step = step / part
+                if step.is_symlink():
+                    raise linked("run folder" if step == path else "folder", step)
+            inside(path, base, "folder")
+    if path.is_symlink():
+        raise linked("run folder", path)
+    target = path / name
+    if not make:
+        if target.is_symlink():
+            raise linked("folder", target)
+        return target
+    try:
+        os.mkdir(target)
+    except FileExistsError:
+        if target.is_symlink():
+            raise linked("folder", target) from None
+        if not target.is_dir():
+            raise
+    return target
+
+
+def create_file(path: str | os.PathLike[str], mode: int = 0o666) -> int:
+    """A new file at `path` opened for writing (its descriptor): never an existing file, never through a link
+    (`O_CREAT | O_EXCL | O_NOFOLLOW`); `FileExistsError` when anything is there."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags, mode)
+
+
+def replace_file(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Put `data` (text is written as UTF-8) at `path`: into a new file beside it (`create_file`), then moved
+    over it. Whatever had the name before, a link included, is replaced, never written through."""
+    target = Path(path)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    partial.unlink(missing_ok=True)  # this process's own leftover, or a link: removed, never followed
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    descriptor = create_file(partial)
+    try:
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(descriptor, view) :]
+        finally:
+            os.close(descriptor)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
