@@ -196,6 +196,27 @@ def check_executor(executor: str, address: str | None) -> None:
         raise MissingDependency("--executor ray needs Ray, which is not installed: pip install 'rlrun[ray]'.")
 
 
+def training_request(
+    run: Any, request: Any, *, task: str, seed: int, overrides: Sequence[str], out: tuple[Path, str], iterations: int
+) -> TrainRequest:
+    """The training of one bench cell or tune trial: `run`'s library, algorithm and framework (a `BenchRun`, or
+    the `TuneRequest` itself), `request`'s environments and device, written under `out` (the run directories'
+    root and the experiment's name)."""
+    return TrainRequest(
+        task=task,
+        library=run.library,
+        algorithm=run.algorithm,
+        ml_framework=run.ml_framework,
+        num_envs=request.num_envs,
+        seed=seed,
+        device=request.device,
+        overrides=tuple(overrides),
+        log_root=str(out[0]),
+        experiment=out[1],
+        max_iterations=iterations,
+    )
+
+
 def has(module: str) -> bool:
     """Whether `module` can be imported (found without importing it)."""
     return importlib.util.find_spec(module) is not None

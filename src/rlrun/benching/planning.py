@@ -18,7 +18,7 @@ from rlrun.benching.cell import Cell, cell_key
 from rlrun.benching.request import BenchRequest, BenchRun
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import Call
-from rlrun.sweep import MAX_CELLS, check_executor, out_folders, parse_seeds
+from rlrun.sweep import MAX_CELLS, check_executor, out_folders, parse_seeds, training_request
 
 SECONDS_BUDGET_ITERATIONS = 10**7
 """The iteration cap of a training whose budget is in seconds (it stops at the first iteration past them)."""
@@ -53,18 +53,14 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
         threshold = _reward_threshold(call, task)
         for run, given in zip(bench_runs, labels, strict=True):
             for seed in seeds:
-                train = TrainRequest(
+                train = training_request(
+                    run,
+                    request,
                     task=task,
-                    library=run.library,
-                    algorithm=run.algorithm,
-                    ml_framework=run.ml_framework,
-                    num_envs=request.num_envs,
                     seed=seed,
-                    device=request.device,
                     overrides=(*request.overrides, *run.overrides),
-                    log_root=str(log_root),
-                    experiment=name,
-                    max_iterations=request.iterations if budget == "iterations" else 1,
+                    out=(log_root, name),
+                    iterations=int(amount) if budget == "iterations" else 1,
                 )
                 where = f"{task} x {given} x seed {seed}"
                 cell, fits = _cell(call, train, run, where, (budget, amount), request.eval_episodes, threshold, space)

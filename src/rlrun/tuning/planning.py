@@ -16,7 +16,7 @@ from rlrun.api.planning import import_core, plan_train
 from rlrun.api.requests import TrainRequest
 from rlrun.errors import InvalidArgument, MissingDependency, UserError
 from rlrun.hermetic import Call
-from rlrun.sweep import check_executor, has, out_folders, parse_seeds
+from rlrun.sweep import check_executor, has, out_folders, parse_seeds, training_request
 from rlrun.tuning.request import TuneRequest
 from rlrun.tuning.space import Param, check_space, parse_enqueued, parse_space
 
@@ -140,18 +140,14 @@ def _trial_request(call: Call, request: TuneRequest, seed: int, log_root: Path, 
     """Every trial's training request, planned as `rlrun.train` plans it and resolved (task, library, algorithm,
     framework, envs and device as planning chose them)."""
     import_core(call, video=False)
-    base = TrainRequest(
+    base = training_request(
+        request,
+        request,
         task=request.task,
-        library=request.library,
-        algorithm=request.algorithm,
-        ml_framework=request.ml_framework,
-        num_envs=request.num_envs,
         seed=seed,
-        device=request.device,
-        overrides=tuple(request.overrides),
-        log_root=str(log_root),
-        experiment=name,
-        max_iterations=request.iterations or 1,
+        overrides=request.overrides,
+        out=(log_root, name),
+        iterations=request.iterations or 1,
     )
     try:
         plan = plan_train(call, base)
