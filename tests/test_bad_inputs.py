@@ -673,6 +673,8 @@ ROWS = [
     # -- zero and random
     cli("zero --num_episodes zero", *agent("zero", "--num_episodes", "0")),
     cli("zero --max_steps negative", *agent("zero", "--max_steps", "-1")),
+    cli("random with --num_episodes and --max_steps", *agent("random", "--num_episodes", "2", "--max_steps", "5")),
+    cli("train --log_root empty", "train", "--task", PENDULUM, "--log_root", "", "--max_iterations", "1"),
     cli("zero --num_envs zero", *agent("zero", "--num_envs", "0")),
     cli("zero --num_envs huge", *agent("zero", "--num_envs", "10" * 10)),
     cli("zero env override that does not exist", *agent("zero", "env.nonexistent=1")),

@@ -139,6 +139,8 @@ def check_common(request: TaskRequest) -> None:
     _check_field_types(request)
     if not isinstance(request.task, str) or not request.task:
         raise InvalidArgument(f"--task must name a task, not {request.task!r} (see `rlrun list`).")
+    if not request.log_root.strip():
+        raise InvalidArgument("--log_root '' names no folder; give one, such as --log_root logs (the default).")
     check_int(request.num_envs, "the number of environments", minimum=1, maximum=MAX_NUM_ENVS, flag="--num_envs")
     check_int(request.threads, "the number of threads", minimum=1, maximum=1024, flag="--threads")
     if request.seed != -1:

@@ -93,7 +93,7 @@ class LibraryRequest(TaskRequest):
     """What every call that drives an RL library is told, besides the task."""
 
     library: str | None = field(default=None, metadata={"aliases": ("--rl_library",)})
-    """`rsl_rl`, `skrl`, `sb3`, `rl_games` (rlrun list); None: the task's default library."""
+    """`rsl_rl`, `skrl`, `sb3`, `rl_games`, `torchrl` (rlrun list); None: the task's default library."""
     algorithm: str | None = None
     """The library's algorithm (`ppo`, `sac`, ...); None: the library's default, or the checkpoint's."""
     ml_framework: str | None = None

@@ -87,7 +87,7 @@ class BenchRequest:
     force: bool = False
     """Rerun every cell, finished or not."""
     report: bool = field(default=True, metadata={"flag": "--no_report", "negate": True})
-    """Write `report.md` and `plots/` at the end (`--no_report`: do not)."""
+    """Write `report.md` and `plots/` at the end; `--no_report` leaves them out."""
     name: str | None = None
     """The bench's name (the run directories' experiment folder); None: the out folder's name."""
 
