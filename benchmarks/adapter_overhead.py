@@ -19,6 +19,7 @@ iterations ran 1.3-5 s a side on one machine, and their lengths moved with its s
 What short calls cost is `repeated_calls.py`'s goal.
 
     python benchmarks/adapter_overhead.py [--pairs 5] [--libraries rsl_rl skrl ...] [--seconds 4 | --iterations N]
+        [--save [PATH]]
 
 A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (the length the
 calibration starts from) and two functions of a temporary directory and a number of iterations:
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import results as records
 from alternating import Summary, alternate, print_table, timed
 from rlrun.api.planning import pick_threads
 from rlrun.libraries import LIBRARIES
@@ -115,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         "--seconds", type=float, default=SECONDS, help=f"size each row to this long a side (default {SECONDS:g})"
     )
     length.add_argument("--iterations", type=int, default=None, help="every row's iterations (no sizing)")
+    records.add_argument(parser)
     args = parser.parse_args(argv)
+    record = records.Record.start(__file__, argv)
 
     print(f"ratio = library alone / through rlrun, per alternating pair (goal: median >= {GOAL})")
     results: dict[str, Summary | str] = {}
@@ -129,6 +133,15 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = measure(row, args.pairs, args.iterations, args.seconds)
 
     print_table(results, ROWS, GOAL)
+    if args.save:
+        length = f"{args.iterations} iterations a side" if args.iterations else f"sized to {args.seconds:g} s a side"
+        for name, result in results.items():
+            label = f"library alone / through rlrun, {name} ({length})"
+            if isinstance(result, Summary):
+                record.add_summary(label, result)
+            else:
+                record.add(label, None, goal=(">=", GOAL), verdict="not measured", missing=result)
+        record.save(args.save)
     return 0
 
 

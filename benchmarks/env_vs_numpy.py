@@ -15,6 +15,7 @@ native / reference is computed per pair and the median of `--pairs` pairs is pri
 to read first.
 
     python benchmarks/env_vs_numpy.py [--num_envs 256 4096 65536] [--pairs 5] [--tasks ...] [--threads 1 default]
+        [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ import gymnasium
 import numpy as np
 import torch
 
+import results as records
 from alternating import sided
 from rlrun.envs import make_env
 
 GOALS = {4096: 1.0, 65536: 2.0}
-"""Issue 12: native / NumPy at least 1.0x at 4,096 envs and 2.0x at 65,536."""
+"""The goals: native / NumPy at least 1.0x at 4,096 envs and 2.0x at 65,536."""
 
 
 class NumpyPendulum:
@@ -169,7 +171,9 @@ def main() -> None:
     parser.add_argument(
         "--kernel", default="auto", choices=["auto", "compiled", "eager"], help="env.kernel of the native tasks"
     )
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
 
     default_threads = torch.get_num_threads()
     print(
@@ -199,9 +203,22 @@ def main() -> None:
                         f"{ratio:>7}x   {row['low']:.2f}-{row['high']:.2f}{verdict}",
                         flush=True,
                     )
+                    record.add(
+                        f"native / NumPy env-only steps/s, {task}, {num_envs:,} envs, {label} torch "
+                        f"thread{'s' * (count != 1)}, {row['step']} step",
+                        row["ratio"],
+                        unit="x",
+                        digits=2,
+                        spread=(row["low"], row["high"]),
+                        spread_kind=f"min-max of {args.pairs} pair{'s' * (args.pairs != 1)}",
+                        goal=None if goal is None else (">=", goal),
+                        note=f"native {row['native'] / 1e6:.2f} M/s, NumPy {row['numpy'] / 1e6:.2f} M/s",
+                    )
     finally:
         torch.set_num_threads(default_threads)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.save:
+        record.save(args.save)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Every GPU figure of issue 12 in one call (run by benchmarks/gpu.sh on a machine with CUDA), in under 5 minutes.
+"""Every GPU figure in one call (run by benchmarks/gpu.sh on a machine with CUDA), in under 5 minutes.
 
 1. Env-only steps/s of every native task at 2^16 .. 2^22 environments, random actions drawn on the device
    in the timed loop, the best of 3 timed blocks after a warm-up; eagerly, and with the same steps captured
@@ -13,7 +13,7 @@ Each part runs on its own: one that fails prints its error and the others still 
 if any failed. `--device cpu --quick` runs the same code at tiny sizes without a GPU (no graphs): the test
 suite's smoke run.
 
-    python benchmarks/gpu.py [--device cuda] [--quick]
+    python benchmarks/gpu.py [--device cuda] [--quick] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 
 import torch
 
+import results as records
 import rlrun
 from alternating import sided
 from rlrun.envs import NATIVE_TASKS, make_env
@@ -55,20 +56,20 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def best_rate(run_block: Callable[[], None], steps_per_block: int, num_envs: int, device: str) -> float:
-    """The best of 3 timed blocks, in env steps per second."""
-    best = 0.0
+def block_rates(run_block: Callable[[], None], steps_per_block: int, num_envs: int, device: str) -> list[float]:
+    """3 timed blocks, each in env steps per second (the best of them is the figure)."""
+    rates = []
     for _ in range(3):
         synchronize(device)
         start = time.perf_counter()
         run_block()
         synchronize(device)
-        best = max(best, steps_per_block * num_envs / (time.perf_counter() - start))
-    return best
+        rates.append(steps_per_block * num_envs / (time.perf_counter() - start))
+    return rates
 
 
-def env_only(task: str, num_envs: int, device: str, steps: int) -> tuple[float, float | str]:
-    """Eager steps/s, and the CUDA graph's steps/s (or why there is none) of `task` at `num_envs`."""
+def env_only(task: str, num_envs: int, device: str, steps: int) -> tuple[list[float], list[float] | str]:
+    """Eager steps/s, and the CUDA graph's steps/s (or why there is none) of `task` at `num_envs`, per block."""
     env = make_env(task, num_envs, device=device)
     try:
         env.reset(seed=0)
@@ -79,7 +80,7 @@ def env_only(task: str, num_envs: int, device: str, steps: int) -> tuple[float, 
                 env.step(actions())
 
         eager_block(10)  # warm-up: the caching allocator, cuBLAS-free kernels' first launches
-        eager = best_rate(eager_block, steps, num_envs, device)
+        eager = block_rates(eager_block, steps, num_envs, device)
         if not device.startswith("cuda"):
             return eager, "no graphs off CUDA"
         try:
@@ -93,7 +94,7 @@ def env_only(task: str, num_envs: int, device: str, steps: int) -> tuple[float, 
                 graph.replay()
 
         graph_block()
-        return eager, best_rate(graph_block, replays * GRAPH_STEPS, num_envs, device)
+        return eager, block_rates(graph_block, replays * GRAPH_STEPS, num_envs, device)
     finally:
         env.close()
 
@@ -128,23 +129,49 @@ def flags() -> dict[str, object]:
     }
 
 
-def part_env_only(device: str, exponents: list[int], steps: int, lines: list[str]) -> None:
+def add_rates(record: records.Record | None, name: str, rates: list[float], goal: float | None = None) -> None:
+    if record is not None:
+        record.add(
+            name,
+            max(rates),
+            unit="steps/s",
+            digits=0,
+            spread=(min(rates), max(rates)),
+            spread_kind=f"min-max of {len(rates)} blocks; the figure is the best",
+            goal=None if goal is None else (">=", goal),
+        )
+
+
+def part_env_only(
+    device: str, exponents: list[int], steps: int, lines: list[str], record: records.Record | None = None
+) -> None:
     for task in (name for name in NATIVE_TASKS if name.startswith("rlrun/")):
         for exponent in exponents:
-            eager, graphed = env_only(task, 1 << exponent, device, steps)
+            eager_rates, graph_rates = env_only(task, 1 << exponent, device, steps)
+            eager = max(eager_rates)
+            graphed = graph_rates if isinstance(graph_rates, str) else max(graph_rates)
             graph = graphed
             if isinstance(graphed, float):
                 graph = f"{graphed:>16,.0f} steps/s ({graphed / eager:.2f}x eager)"
             line = f"env-only {task:<30} 2^{exponent} envs: eager {eager:>16,.0f} steps/s, CUDA graph {graph}"
             print(line, flush=True)
+            where = f"env-only steps/s on {device}, {task}, 2^{exponent} envs"
+            add_rates(record, f"{where}, eager", eager_rates)
+            if isinstance(graph_rates, list):
+                add_rates(record, f"{where}, {GRAPH_STEPS} steps a CUDA graph", graph_rates)
             if task == GOAL_TASK and exponent == GOAL_EXPONENT:
                 best = max(eager, graphed if isinstance(graphed, float) else 0.0)
+                if record is not None:
+                    record.add(f"{where}, the better of eager and CUDA graph", best, unit="steps/s", digits=0,
+                               goal=(">=", GOAL_STEPS_PER_S))  # fmt: skip
                 verdict = "met" if best >= GOAL_STEPS_PER_S else "NOT met"
                 goal = f"goal: >= {GOAL_STEPS_PER_S:.0e} {task} steps/s at 2^{exponent} envs"
                 lines.append(f"{goal}: {sided(best, GOAL_STEPS_PER_S, digits=0, thousands=True)}, {verdict}")
 
 
-def part_training(device: str, num_envs: int, iterations: int, lines: list[str]) -> None:
+def part_training(
+    device: str, num_envs: int, iterations: int, lines: list[str], record: records.Record | None = None
+) -> None:
     """RSL-RL end to end, with the census on and the flags read around and inside the call."""
     warm = torch.ones(64, 64, device=device)
     (warm @ warm).sum().item()  # the device's BLAS handles exist before the call, as in any session that used it
@@ -173,6 +200,16 @@ def part_training(device: str, num_envs: int, iterations: int, lines: list[str])
     print(line, flush=True)
     print(f"flags before {before}\nflags inside {inside[0] if inside else '-'}\nflags after  {after}", flush=True)
     lines.append(line)
+    if record is not None:
+        record.add(
+            f"RSL-RL PPO end-to-end steps/s on {device}, rlrun/CartPoleContinuous-v1, {num_envs:,} envs x "
+            f"{iterations} iterations",
+            result.steps_per_s,
+            unit="steps/s",
+            digits=0,
+            note=f"one run; Isaac Lab's Cartpole on an RTX 4090: {ISAAC_LAB_CARTPOLE:,}; flags restored: "
+            f"{before == after}",
+        )
     if before != after:
         raise RuntimeError(f"torch flags not restored: before {before}, after {after}")
     lines.append("census: clean (check_leaks=True raised nothing), flags restored")
@@ -182,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N, or cpu for a smoke run")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: the script's code path, not its figures")
+    records.add_argument(parser)
     args = parser.parse_args(argv)
+    record = records.Record.start(__file__, argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device: nothing to measure (--device cpu --quick runs the code path)", file=sys.stderr)
         return 1
@@ -194,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     summary: list[str] = []
     failed: list[str] = []
     parts = {
-        "env-only": lambda: part_env_only(args.device, exponents, steps, summary),
-        "training and census": lambda: part_training(args.device, num_envs, iterations, summary),
+        "env-only": lambda: part_env_only(args.device, exponents, steps, summary, record),
+        "training and census": lambda: part_training(args.device, num_envs, iterations, summary, record),
     }
     for part, run in parts.items():
         try:
@@ -207,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in summary:
         print(f"  {line}")
     print(f"  failed parts: {', '.join(failed)}" if failed else "  every part ran")
+    if args.save:
+        record.save(args.save)
     return 1 if failed else 0
 
 

@@ -12,8 +12,10 @@ tracks. Exits 1 when any library's growth exceeds `--limit` percent, 3 when a me
 
     python benchmarks/memory_growth.py                       # every library, 50 calls each
     python benchmarks/memory_growth.py --libraries skrl-jax --calls 15 --json
+    python benchmarks/memory_growth.py --calls 20 --save     # and the figures as a record
 
-Linux only (`/proc/self/statm`). Results: docs/benchmarks.md, "Memory over repeated calls".
+Linux only (`/proc/self/statm`). Results: docs/benchmarks.md, "Memory over repeated calls", from the record
+`--save` writes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ import sys
 import tempfile
 import time
 from typing import Any
+
+import results as records
 
 LIBRARIES: dict[str, dict[str, Any]] = {
     # name: TrainRequest fields
@@ -126,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=5.0, help="allowed RSS growth in percent (default 5)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per library")
     parser.add_argument("--child", choices=list(LIBRARIES), help=argparse.SUPPRESS)
+    records.add_argument(parser)
     arguments = parser.parse_args(argv)
+    record = records.Record.start(__file__, argv)
     if not 1 <= arguments.warmup < arguments.calls:
         parser.error("--warmup must be at least 1 and below --calls")
     if arguments.child:
@@ -143,6 +149,17 @@ def main(argv: list[str] | None = None) -> int:
         result = run_child(name, arguments)
         over = result["growth_percent"] > arguments.limit
         failed += [name] * over
+        record.add(
+            f"RSS growth over {result['calls'] - result['warmup']} `rlrun.train` calls after {result['warmup']} "
+            f"warm-up, {name}",
+            result["growth_percent"],
+            unit="%",
+            digits=2,
+            goal=("<=", arguments.limit),
+            note=f"least-squares fit: {result['slope_mb_per_call']:.3f} MB and {result['objects_per_call']:.1f} "
+            f"objects a call; RSS {result['rss_after_warmup_mb']:.0f} -> {result['rss_end_mb']:.0f} MB (last - first "
+            f"{result['end_to_end_percent']:.2f}%), {result['seconds']:.0f} s",
+        )
         if arguments.json:
             print(json.dumps({**result, "over_limit": over}), flush=True)
             continue
@@ -153,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{result['objects_per_call']:>13.1f} {result['seconds']:>6.0f}s" + ("  OVER THE LIMIT" * over),
             flush=True,
         )
+    if arguments.save:
+        record.save(arguments.save)
     if failed:
         print(f"over {arguments.limit}% RSS growth: {', '.join(failed)}", file=sys.stderr)
         return 1

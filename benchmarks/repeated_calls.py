@@ -11,7 +11,7 @@ processes), then the sides alternate over `--rounds` rounds (see `alternating.py
 library: each round's ratio (processes / inline), the median, the spread, the load and the goal's
 verdict: >= 5x faster in-process.
 
-    python benchmarks/repeated_calls.py [--calls 10] [--rounds 3] [--iterations 2] [--libraries sb3 ...]
+    python benchmarks/repeated_calls.py [--calls 10] [--rounds 3] [--iterations 2] [--libraries sb3 ...] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import results as records
 import rlrun
 from adapter_overhead import ROWS, missing
 from alternating import Summary, alternate, print_table, timed
@@ -97,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num_envs", type=int, default=None, help="default: each run's tuned number, as a bench")
     parser.add_argument("--libraries", nargs="*", default=list(ROWS), choices=ROWS, metavar="ROW")
     parser.add_argument("--task", default=None, help=f"every row's task (default: {TASK}; rsl_rl: {TASKS['rsl_rl']})")
+    records.add_argument(parser)
     args = parser.parse_args(argv)
+    record = records.Record.start(__file__, argv)
 
     print(f"ratio = {args.calls} `rlrun train` processes / one inline bench of {args.calls} cells (goal >= {GOAL}x)")
     results: dict[str, Summary | str] = {}
@@ -111,6 +114,15 @@ def main(argv: list[str] | None = None) -> int:
         results[row] = measure(row, task, args.calls, args.rounds, args.iterations, args.num_envs)
 
     print_table(results, ROWS, GOAL, "x", digits=2)
+    if args.save:
+        for row, result in results.items():
+            task = args.task or TASKS.get(row, TASK)
+            label = f"{args.calls} `rlrun train` processes / one inline bench of {args.calls}, {row} ({task})"
+            if isinstance(result, Summary):
+                record.add_summary(label, result, unit="x", digits=2, word="round")
+            else:
+                record.add(label, None, unit="x", goal=(">=", GOAL), verdict="not measured", missing=result)
+        record.save(args.save)
     return 0
 
 

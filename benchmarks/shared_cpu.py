@@ -6,7 +6,7 @@ script starts itself (`while True: pass`), alternating idle and busy `--rounds` 
 median steps/s of each cell and the slowdown busy/idle (goal: <= 1.5x with rlrun's default), with the
 spread over rounds and the load average.
 
-    python benchmarks/shared_cpu.py [--rounds 3]
+    python benchmarks/shared_cpu.py [--rounds 3] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 
+import results as records
 import rlrun
 
 GOAL = 1.5
@@ -61,7 +62,9 @@ WORKLOADS: dict[str, Callable[[int | None], float]] = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
     cores = len(os.sched_getaffinity(0))
     policies = {"rlrun default": None, f"torch default ({cores} threads)": cores}
     print(f"{cores} cores; load {os.getloadavg()[0]:.2f}")
@@ -79,7 +82,19 @@ def main() -> None:
                 f"{label:<52} {name:<24} {statistics.median(idle):>14,.0f} {statistics.median(busy):>14,.0f} "
                 f"{statistics.median(slowdowns):>8.2f}x ({min(slowdowns):.2f}-{max(slowdowns):.2f})"
             )
+            record.add(
+                f"slowdown beside a busy core (idle / busy steps/s), {label}, {name}",
+                statistics.median(slowdowns),
+                unit="x",
+                digits=2,
+                spread=(min(slowdowns), max(slowdowns)),
+                spread_kind=f"min-max of {args.rounds} round{'s' * (args.rounds != 1)}",
+                goal=("<=", GOAL) if threads is None else None,
+                note=f"idle {statistics.median(idle):,.0f} steps/s, busy {statistics.median(busy):,.0f} steps/s",
+            )
     print(f"goal: slowdown <= {GOAL}x with rlrun's default; load {os.getloadavg()[0]:.2f}")
+    if args.save:
+        record.save(args.save)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Each figure is a fresh interpreter (`--repeats` times, the median printed with t
 - per library and framework, the imports a first call does before its capture (rlrun's core imports,
   `torch._dynamo` among them, then the adapter's `IMPORTS`), each group timed on its own.
 
-    python benchmarks/startup.py [--repeats 5]
+    python benchmarks/startup.py [--repeats 5] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import results as records
 from rlrun.api.planning import CORE_IMPORTS
 from rlrun.libraries import LIBRARIES, load_adapter
 
@@ -63,14 +64,28 @@ def show(label: str, values: list[float], goal: str = "") -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=5)
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
+    spread_kind = f"min-max of {args.repeats} fresh interpreter{'s' * (args.repeats != 1)}"
+
+    def add(name: str, values: list[float], goal: tuple[str, float] | None = None, kind: str = spread_kind) -> None:
+        median = statistics.median(values)
+        record.add(name, median, unit="s", spread=(min(values), max(values)), spread_kind=kind, goal=goal)
+
     print(f"load {os.getloadavg()[0]:.2f}")
     cached = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([RLRUN, "list"], check=True, capture_output=True, env=cached)  # writes an editable install's cache
     for command in ("--help", "list"):
-        show(f"rlrun {command}", timed([RLRUN, command], args.repeats, cached), "  goal <= 0.3 s")
-    show("python -c 'import rlrun'", timed([sys.executable, "-c", "import rlrun"], args.repeats))
+        durations = timed([RLRUN, command], args.repeats, cached)
+        show(f"rlrun {command}", durations, "  goal <= 0.3 s")
+        add(f"start-up: `rlrun {command}`, wall time", durations, ("<=", 0.3))
+    durations = timed([sys.executable, "-c", "import rlrun"], args.repeats)
+    show("python -c 'import rlrun'", durations)
+    add("start-up: `python -c 'import rlrun'`, wall time", durations)
     core = tuple(name for name in CORE_IMPORTS if name != "torch._dynamo")
+    shared: dict[str, list[float]] = {"numpy, torch, gymnasium, rlrun.envs": [], "torch._dynamo": []}
+    own: dict[str, list[float]] = {}
     for library in LIBRARIES.values():
         if not library.installed:
             continue
@@ -80,7 +95,18 @@ def main() -> None:
             show(f"{label} numpy, torch, gymnasium, rlrun.envs", groups[0])
             show(f"{label} torch._dynamo", groups[1])
             show(f"{label} the library", groups[2])
+            shared["numpy, torch, gymnasium, rlrun.envs"] += groups[0]
+            shared["torch._dynamo"] += groups[1]
+            own[f"first-call imports of {library.name} ({framework}): the library's own"] = groups[2]
+    for group, durations in shared.items():
+        if durations:
+            kind = f"min-max of {len(durations)} fresh interpreters, every library's"
+            add(f"first-call imports of any library: {group}", durations, kind=kind)
+    for name, durations in own.items():
+        add(name, durations)
     print(f"load {os.getloadavg()[0]:.2f}")
+    if args.save:
+        record.save(args.save)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ Rows: the wrapper alone, and with the iteration clock (metrics.csv rows, curves,
 `on_step` hook, a row every 32 steps (an iteration of 32 x num_envs env steps, without the learning). The goal's
 verdict is printed beside the wrapper's own time only.
 
-    python benchmarks/statistics_overhead.py [--num_envs 4096] [--block 50] [--blocks 200]
+    python benchmarks/statistics_overhead.py [--num_envs 4096] [--block 50] [--blocks 200] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+import results as records
 from alternating import sided
 from rlrun.api.clock import IterationClock
 from rlrun.envs import EpisodeStatistics, make_env
@@ -82,7 +83,9 @@ def main() -> None:
     parser.add_argument("--num_envs", type=int, default=4096)
     parser.add_argument("--block", type=int, default=50, help="steps per timed block")
     parser.add_argument("--blocks", type=int, default=200, help="pairs of blocks per row")
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
     torch.set_num_threads(1)
     env = make_env("rlrun/CartPole-v1", args.num_envs)
     generator = torch.Generator().manual_seed(0)
@@ -129,6 +132,17 @@ def main() -> None:
             elif figure == "own time":
                 verdict = "(the wrapper with rows, curves and stop checks: not the goal's figure)"
             print(f"{name:<26} {figure:<17} {shown:>6} us per step (quartiles {low:.1f} to {high:.1f}) {verdict}")
+            record.add(
+                f"episode statistics per step, {name}, {figure}, {args.num_envs:,} envs",
+                median,
+                unit="us",
+                digits=1,
+                spread=(low, high),
+                spread_kind=f"quartiles of {args.blocks} blocks",
+                goal=("<=", GOAL_US) if figure == "own time" and name == GOAL_ROW else None,
+            )
+    if args.save:
+        record.save(args.save)
 
 
 if __name__ == "__main__":

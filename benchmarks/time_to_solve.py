@@ -8,6 +8,7 @@ env steps to the target, the median, and CleanRL's published PPO CartPole-v1 fig
 
     python benchmarks/time_to_solve.py [--seeds 1 2 3] [--tasks rlrun/CartPoleContinuous-v1 ...]
         [--agent_config best.yaml] [agent.x=y ...]     # a candidate configuration (e.g. `rlrun tune`'s best.yaml)
+        [--save[=PATH]]                                  # the figures as a record (after any agent.x=y)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import statistics
 import tempfile
 
+import results as records
 import rlrun
 
 TARGETS = {"rlrun/CartPoleContinuous-v1": 475.0, "rlrun/CartPole-v1": 475.0, "rlrun/Pendulum-v1": -200.0}
@@ -59,18 +61,37 @@ def main() -> None:
     parser.add_argument("--max_iterations", type=int, default=500)
     parser.add_argument("--agent_config", default=None, help="a configuration file to train with instead")
     parser.add_argument("overrides", nargs="*", help="agent.x=y overrides")
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
     print(f"load {os.getloadavg()[0]:.2f}; {CLEANRL}")
     for task in args.tasks:
-        times = []
+        times, steps_to = [], []
         for seed in args.seeds:
             seconds, steps, trained = solve(task, seed, args.max_iterations, args.agent_config, tuple(args.overrides))
             shown = "not reached" if seconds is None else f"{seconds:6.2f} s, {steps:,} env steps"
             print(f"{task:<30} seed {seed}: return >= {TARGETS[task]:g} after {shown} (trained {trained:.1f} s)")
             times.append(float("inf") if seconds is None else seconds)
+            steps_to.append(steps)
         goal = f" (goal <= {GOALS[task]} s)" if task in GOALS else ""
         print(f"{task:<30} median over seeds {args.seeds}: {statistics.median(times):.2f} s{goal}")
+        reached = [count for count in steps_to if count is not None]
+        configuration = " ".join(filter(None, (args.agent_config, *args.overrides))) or "shipped configuration"
+        record.add(
+            f"seconds of training until the mean return reaches {TARGETS[task]:g}, {task} (default library, "
+            f"{configuration})",
+            statistics.median(times),
+            unit="s",
+            digits=2,
+            spread=(min(times), max(times)),
+            spread_kind=f"min-max of seeds {', '.join(map(str, args.seeds))}",
+            goal=("<=", GOALS[task]) if task in GOALS else None,
+            note=(f"{min(reached):,}-{max(reached):,} env steps" if reached else "no seed reached it")
+            + (f", {len(reached)} of {len(times)} seeds reached it" if len(reached) < len(times) else ""),
+        )
     print(f"load {os.getloadavg()[0]:.2f}")
+    if args.save:
+        record.save(args.save)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ another, as a tuner that starts a process per trial does (RL Zoo, most Ray Tune 
 both sides train every trial to its full budget. The sides alternate over `--rounds` rounds; the script prints
 trials per minute for each and their ratio (in-process / processes), with the machine's load.
 
-    python benchmarks/tune_trials.py [--trials 8] [--rounds 2] [--iterations 4]
+    python benchmarks/tune_trials.py [--trials 8] [--rounds 2] [--iterations 4] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import optuna
 
+import results as records
 import rlrun
 
 TASK = "rlrun/CartPole-v1"
@@ -72,17 +73,20 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--iterations", type=int, default=4)
+    records.add_argument(parser)
     args = parser.parse_args()
+    record = records.Record.start(__file__)
     print(f"{args.trials} SB3 trials of {TASK}, {args.iterations} iterations each; load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         inline(1, args.iterations, root / "warm-up")  # imports, as a notebook would have paid them
-        ratios = []
+        ratios, rates = [], []
         for round_ in range(args.rounds):
             study_s, params = inline(args.trials, args.iterations, root / f"study{round_}")
             loop_s = processes(params, args.iterations, root / f"loop{round_}")
             in_process, per_process = 60 * len(params) / study_s, 60 * len(params) / loop_s
             ratios.append(in_process / per_process)
+            rates.append((in_process, per_process))
             print(
                 f"round {round_}: inline study {in_process:6.1f} trials/min ({study_s:.1f} s), "
                 f"one process per trial {per_process:6.1f} trials/min ({loop_s:.1f} s), ratio {ratios[-1]:.2f}x"
@@ -91,6 +95,19 @@ def main() -> None:
         f"ratio (inline / processes): median {statistics.median(ratios):.2f}x, "
         f"range {min(ratios):.2f}-{max(ratios):.2f}x; load {os.getloadavg()[0]:.2f}"
     )
+    if args.save:
+        record.add(
+            f"trials per minute, inline study / one process per trial ({args.trials} SB3 trials of {TASK}, "
+            f"{args.iterations} iterations each)",
+            statistics.median(ratios),
+            unit="x",
+            digits=2,
+            spread=(min(ratios), max(ratios)),
+            spread_kind=f"min-max of {args.rounds} round{'s' * (args.rounds != 1)}",
+            note=f"inline {statistics.median(rate for rate, _ in rates):.1f} trials/min, one process per trial "
+            f"{statistics.median(rate for _, rate in rates):.1f} trials/min",
+        )
+        record.save(args.save)
 
 
 if __name__ == "__main__":

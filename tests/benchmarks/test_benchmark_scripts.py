@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import os
 import re
 import subprocess
@@ -411,16 +412,20 @@ def test_overhead_split_runs_a_row_end_to_end():
     assert "rsl_rl    rlrun per call" in out and "per iteration, library alone / rlrun" in out
 
 
-def test_the_gpu_script_runs_every_part_off_cuda_at_tiny_sizes():
+def test_the_gpu_script_runs_every_part_off_cuda_at_tiny_sizes(tmp_path):
     """`gpu.py --device cpu --quick`: the code path of the GPU figures (env-only, training with the census and
-    the flags read around it), so that a lent device's few minutes are not spent on a script's own bug."""
+    the flags read around it), so that a script's own bug shows without a GPU; with `--save`, its record."""
     pytest.importorskip("rsl_rl")
-    out = run_script("gpu.py", "--device", "cpu", "--quick")
+    record = tmp_path / "gpu.json"
+    out = run_script("gpu.py", "--device", "cpu", "--quick", "--save", str(record))
     lines = out.splitlines()
     for task in ("rlrun/CartPole-v1", "rlrun/CartPoleContinuous-v1", "rlrun/Pendulum-v1"):
         assert any(line.startswith(f"env-only {task} ") and "no graphs off CUDA" in line for line in lines), task
     assert "census: clean (check_leaks=True raised nothing), flags restored" in out
     assert lines[-1] == "  every part ran"
+    figures = json.loads(record.read_text(encoding="utf-8"))["figures"]
+    assert len(figures) == 3 * 2 + 1  # eager steps/s of each task at 2^8 and 2^10 envs, and the training's
+    assert all(figure["value"] > 0 for figure in figures)
 
 
 def test_the_gpu_script_refuses_a_machine_without_cuda_in_one_line(tmp_path):
