@@ -149,15 +149,18 @@ def resolve_configs(
     from rlrun.envs import env_config
 
     scoped = configs.split_overrides(overrides)
-    saved = run.path / "params" if run is not None else None
+    # A run's params are read only where they lie inside its folder, links followed (`OutsidePath` otherwise).
+    saved = (
+        None if run is None else [run.file(f"params/{name}", "configuration") for name in ("agent.yaml", "env.yaml")]
+    )
     agent: dict[str, Any] | None = None
     source: dict[str, Any] = {}
-    if saved is not None and (saved / "agent.yaml").is_file() and (saved / "env.yaml").is_file():
-        agent = saved_config(saved / "agent.yaml")
-        environment = saved_config(saved / "env.yaml")
+    if saved is not None and saved[0].is_file() and saved[1].is_file():
+        agent = saved_config(saved[0])
+        environment = saved_config(saved[1])
         with env_errors(target.task):
-            check_saved_env(environment, env_config(target.task), saved / "env.yaml")
-        source = {"from": "run", "path": str(saved / "agent.yaml")}
+            check_saved_env(environment, env_config(target.task), saved[1])
+        source = {"from": "run", "path": str(saved[0])}
     else:
         with env_errors(target.task):
             environment = env_config(target.task)

@@ -16,7 +16,6 @@ dialect, Alembic and Optuna's log handler are import effects, done before a herm
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import socket
 import warnings
@@ -34,6 +33,9 @@ from rlrun.tuning.space import Param
 WARMUP_FRACTION = 0.25
 """The median pruner prunes no trial before this fraction of its budget."""
 STUDY_FILE = "study.db"
+MAX_VALUE = 1e12
+"""A trial value further from zero is no return a training made (as `rlrun.runs.lookup.MAX_RETURN`): a study is a
+shared file, and such a value was written into it by hand."""
 COUNTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
@@ -97,8 +99,8 @@ def best_trial(study: optuna.Study, params: Sequence[Param], direction: str) -> 
 def _not_rlruns(trial: optuna.trial.FrozenTrial, params: Sequence[Param]) -> str | None:
     """Why a COMPLETE trial cannot be one that rlrun ran on this search space, or None."""
     value = trial.value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return f"its value {_short(value)} is not a finite number"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -MAX_VALUE <= value <= MAX_VALUE:
+        return f"its value {_short(value)} is not a finite number within {MAX_VALUE:g} of zero"
     by_key = {param.key: param for param in params}
     if set(trial.params) != set(by_key):
         return f"its parameters {_short(sorted(trial.params))} are not the search space's {_short(sorted(by_key))}"
