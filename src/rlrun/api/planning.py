@@ -122,11 +122,6 @@ def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
     target = _target(call, request)
     check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
-    if request.num_episodes is not None and request.max_steps is not None:
-        raise InvalidArgument(
-            f"--num_episodes {request.num_episodes} and --max_steps {request.max_steps} both bound the run; "
-            "give one of them."
-        )
     checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest")
     settled = settle(call, target, request, checkpoint, checkpoint_run)
     agent, environment, _ = resolve_configs(target, settled.algorithm, checkpoint_run, request.overrides)
