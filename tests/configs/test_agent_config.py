@@ -63,9 +63,12 @@ def test_a_runs_agent_yaml_trains_unchanged_when_passed_back(library, framework,
     saved = first.run_dir / "params" / "agent.yaml"
     second = small_train(tmp_path / "logs", library, framework, agent_config=str(saved))
     assert second.status == "completed" and second.checkpoint is not None
-    assert (second.run_dir / "params" / "agent.yaml").read_text() == saved.read_text()
+    assert yaml.safe_load((second.run_dir / "params" / "agent.yaml").read_text()) == yaml.safe_load(saved.read_text())
     assert second.env_steps == first.env_steps  # the same rollout length: the file's, not the shipped default's
-    assert manifest(second)["agent_config"] == {"from": "file", "path": str(saved)}
+    assert {key: manifest(second)["agent_config"][key] for key in ("from", "path")} == {
+        "from": "file",
+        "path": str(saved),
+    }
     assert manifest(first)["agent_config"]["from"] == "rlrun"
 
 
@@ -78,7 +81,8 @@ def test_the_file_replaces_the_default_and_overrides_apply_on_top(tmp_path):
         tmp_path / "logs", "sb3", agent_config=str(path), overrides=("agent.stats_window_size=10", "agent.n_steps=4")
     )
     used = yaml.safe_load((result.run_dir / "params" / "agent.yaml").read_text())
-    assert used == {**mine, "stats_window_size": 10, "n_steps": 4}  # an added key, then set by an override
+    ran = {"seed": 5, "max_iterations": 1, "num_envs": 2}  # the run keys as they ran
+    assert used == {**mine, "stats_window_size": 10, "n_steps": 4, **ran}  # an added key, then set by an override
     assert result.env_steps == 4 * 2
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import os
 import re
 import secrets
 import types
@@ -192,3 +193,22 @@ def resolve_seed(seed: int | None, default: Any) -> int:
     if seed == -1:
         seed = secrets.randbelow(MAX_SEED)  # OS entropy: the caller's RNGs are not consumed
     return seed
+
+
+def pick_threads(requested: int | None, num_envs: int, cores: int | None = None) -> int:
+    """torch intra-op threads for a call: `requested`, else one thread per 16,384 environments, at most
+    half the cores this process may use, and one on a machine of 2 cores or fewer.
+
+    Small ops (a step of a few thousand environments, a small MLP's update) run fastest on one thread,
+    and with more threads than free cores every op waits for a thread that another process holds: on 2
+    shared cores, a training at torch's default is several times slower than at one thread
+    (`benchmarks/shared_cpu.py`). Large batches on a large machine still get several threads. The
+    caller's own setting comes back after the call (the `torch intra-op threads` guard).
+    """
+    if requested is not None:
+        return requested
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cores <= 2:
+        return 1
+    return max(1, min(cores // 2, num_envs // 16_384))

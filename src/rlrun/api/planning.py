@@ -25,6 +25,7 @@ from rlrun.api.checks import (
     check_request_type,
     has,
     normalised,
+    pick_threads,
     resolve_device,
     resolve_seed,
 )
@@ -50,9 +51,12 @@ from rlrun.api.resolution import (
     settle,
     steps_per_iteration,
 )
+from rlrun.configs.fitting import fit_minibatch
+from rlrun.configs.provenance import ran
 from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
 from rlrun.hermetic import Call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
+from rlrun.libraries.base import minibatch_keys
 
 CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
@@ -99,13 +103,26 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     check_int(agent.get("max_iterations"), "the number of iterations", minimum=1, flag="agent.max_iterations")
     if request.seed is None and agent.get("seed") != -1:
         check_int(agent.get("seed"), "the seed", minimum=0, maximum=MAX_SEED, flag="agent.seed")
+    seed = resolve_seed(request.seed, agent.get("seed"))
+    max_iterations = request.max_iterations or int(agent.get("max_iterations", 1))
+    agent, fitted = fit_minibatch(
+        agent,
+        key=minibatch_keys(target.adapter).get(settled.algorithm),
+        num_envs=num_envs,
+        source=source.get("from"),
+        overrides=request.overrides,
+        steps=target.adapter.env_steps_per_iteration,
+        minimum=2,  # SB3 refuses a minibatch of 1
+    )
+    # What runs is what the run records: its params/agent.yaml, fed back through --agent_config, repeats it.
+    agent = ran(agent, num_envs=num_envs, max_iterations=max_iterations, seed=seed)
     library_config = configs.library_config(agent)
     return TrainPlan(
-        **_task_fields(target, request, environment, num_envs, resolve_seed(request.seed, agent.get("seed"))),
+        **_task_fields(target, request, environment, num_envs, seed),
         **_library_fields(target, settled, agent, library_config, checkpoint_run, request.verbose),
-        max_iterations=request.max_iterations or int(agent.get("max_iterations", 1)),
+        max_iterations=max_iterations,
         env_steps_per_iteration=steps_per_iteration(target, library_config, num_envs),
-        agent_config_source=source,
+        agent_config_source={**source, "overrides": list(request.overrides), **({"fitted": fitted} if fitted else {})},
         resume_from=checkpoint,
         resume_iteration=recorded_iteration(checkpoint, checkpoint_run),
         run_name=request.run_name,
@@ -239,25 +256,6 @@ def _task_fields(
         video_length=request.video_length,
         threads=pick_threads(request.threads, num_envs),
     )
-
-
-def pick_threads(requested: int | None, num_envs: int, cores: int | None = None) -> int:
-    """torch intra-op threads for a call: `requested`, else one thread per 16,384 environments, at most
-    half the cores this process may use, and one on a machine of 2 cores or fewer.
-
-    Small ops (a step of a few thousand environments, a small MLP's update) run fastest on one thread,
-    and with more threads than free cores every op waits for a thread that another process holds: on 2
-    shared cores, a training at torch's default is several times slower than at one thread
-    (`benchmarks/shared_cpu.py`). Large batches on a large machine still get several threads. The
-    caller's own setting comes back after the call (the `torch intra-op threads` guard).
-    """
-    if requested is not None:
-        return requested
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    if cores <= 2:
-        return 1
-    return max(1, min(cores // 2, num_envs // 16_384))
 
 
 def _library_fields(

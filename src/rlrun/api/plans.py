@@ -78,6 +78,19 @@ class TrainPlan(LibraryPlan):
     video_interval: int
     argv: tuple[str, ...] | None
 
+    def repeat_command(self, config: str) -> str:
+        """The command that trains this plan again from its agent configuration saved at `config`."""
+        from rlrun.configs.provenance import repeat_command
+
+        return repeat_command(
+            library=self.library.name,
+            algorithm=self.algorithm,
+            task=self.task,
+            framework=self.ml_framework if len(self.library.frameworks) > 1 else None,
+            config=config,
+            overrides=list(self.agent_config_source.get("overrides", ())),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class PlayPlan(LibraryPlan):

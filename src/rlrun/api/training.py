@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlrun import configs, runs
+from rlrun import runs
 from rlrun.api.clock import IterationClock
 from rlrun.api.metrics import OnIteration
 from rlrun.api.planning import plan_train
@@ -14,6 +14,7 @@ from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
 from rlrun.api.session import Video, check_resume_fit, console, session
 from rlrun.api.signals import LATCH, signals_held, stop_signals
+from rlrun.configs.provenance import params_files, recorded_source
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.libraries.base import TrainJob, TrainOutcome
@@ -206,6 +207,14 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
             "run": str(plan.checkpoint_run.path) if plan.checkpoint_run else None,
             "checkpoint": str(plan.resume_from),
         }
+    params = params_files(
+        plan.agent_config,
+        plan.env_config,
+        source=plan.agent_config_source,
+        task=plan.task,
+        num_envs=plan.num_envs,
+        repeat=plan.repeat_command("<this file>"),
+    )
     manifest = {
         "library": plan.library.name,
         "algorithm": plan.algorithm,
@@ -218,11 +227,10 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
         "max_iterations": plan.max_iterations,
         "device": plan.device,
         "argv": list(plan.argv) if plan.argv is not None else None,
-        "agent_config": plan.agent_config_source,
+        "agent_config": recorded_source(plan.agent_config_source, params),
         "versions": runs.versions(plan.library.distribution),
         "parent": parent,
     }
-    params = {"agent.yaml": configs.to_yaml(plan.agent_config), "env.yaml": configs.to_yaml(plan.env_config)}
     return runs.RunRecord.create(
         plan.log_root, plan.library.name, plan.experiment, plan.run_name, manifest, params, background=True
     )

@@ -91,6 +91,12 @@ the library writes into source code. A module without them gets empty tables: ev
 refused an import path."""
 
 
+def minibatch_keys(adapter: Any) -> Mapping[str, str]:
+    """The adapter's optional `MINIBATCH_KEYS`: algorithm -> the dotted key of the library configuration that sizes
+    a minibatch, which rlrun fits to `--num_envs` (`rlrun.api.fitting`). Empty where it declares none."""
+    return dict(getattr(adapter, "MINIBATCH_KEYS", {}))
+
+
 def code_tables(adapter: Any) -> tuple[Mapping[str, Rule], tuple[str, ...]]:
     """The adapter's `CODE_NAMES` and `CODE_SOURCE` (see `CODE_MEMBERS`), empty where it declares none."""
     return dict(getattr(adapter, "CODE_NAMES", {})), tuple(getattr(adapter, "CODE_SOURCE", ()))

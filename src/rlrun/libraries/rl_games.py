@@ -48,6 +48,8 @@ from rlrun.libraries.rl_games_export import export_class
 IMPORTS = {"torch": ("rl_games", "rl_games.torch_runner")}
 ALGORITHMS = {"ppo": ("Box", "Discrete")}
 DEFAULT_ALGORITHM = "ppo"
+MINIBATCH_KEYS = {"ppo": "params.config.minibatch_size"}
+"""PPO's minibatch size, fitted to `--num_envs` unless the user set it (`rlrun.api.fitting`)."""
 LOGGERS: tuple[str, ...] = ()
 
 # --- rl_games' global registries ----------------------------------------------------------------------------

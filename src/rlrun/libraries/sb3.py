@@ -43,6 +43,8 @@ from rlrun.libraries.sb3_export import export_class
 IMPORTS = {"torch": ("stable_baselines3", "torch.utils.tensorboard")}
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "a2c": ("Box", "Discrete"), "sac": ("Box",), "td3": ("Box",)}
 DEFAULT_ALGORITHM = "ppo"
+MINIBATCH_KEYS = {"ppo": "batch_size"}
+"""PPO's minibatch size, fitted to `--num_envs` unless the user set it (`rlrun.api.fitting`)."""
 LOGGERS: tuple[str, ...] = ()
 
 

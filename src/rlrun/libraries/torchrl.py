@@ -62,6 +62,8 @@ IMPORTS = {
 }
 ALGORITHMS = {"ppo": ("Box", "Discrete"), "sac": ("Box",)}
 DEFAULT_ALGORITHM = "ppo"
+MINIBATCH_KEYS = {"ppo": "minibatch_size"}
+"""PPO's minibatch size, fitted to `--num_envs` unless the user set it (`rlrun.api.fitting`)."""
 LOGGERS: tuple[str, ...] = ("torchrl",)
 
 

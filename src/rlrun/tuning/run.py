@@ -18,10 +18,12 @@ and `optuna-dashboard <out>/study.db` shows it. The trials run in `rlrun.tuning.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from rlrun import runs
 from rlrun.api.planning import plan_train
+from rlrun.configs.provenance import commented
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.tuning.planning import TunePlan, plan_tune
@@ -130,10 +132,14 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         by_key = {param.key: param for param in plan.worker.params}  # `best_trial` checked: every key searched
         best_params = {key: by_key[key].load(value) for key, value in best.params.items()}
         words = tuple(by_key[key].override(value) for key, value in best.params.items())
-        request = plan.best_request
-        best_plan = plan_train(call, dataclasses.replace(request, overrides=(*request.overrides, *words)))
+        request = dataclasses.replace(plan.best_request, overrides=(*plan.best_request.overrides, *words))
+        best_plan = plan_train(
+            call, dataclasses.replace(request, max_iterations=_trial_iterations(call, plan, request))
+        )
         best_config = plan.out / BEST_FILE
-        runs.atomic_write_text(best_config, configs.to_yaml(best_plan.agent_config))
+        runs.atomic_write_text(
+            best_config, _best_header(best_plan, best, plan) + configs.to_yaml(best_plan.agent_config)
+        )
     report = tune_report.write_report(plan.out, study, plan.storage, best) if plan.report else None
     return TuneResult(
         out=plan.out,
@@ -151,6 +157,26 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         trials=trials_csv,
         report=report,
     )
+
+
+def _best_header(best_plan: Any, best: Any, plan: TunePlan) -> str:
+    """best.yaml's comment lines: which trial it is, what it scored, and the command that repeats its first seed."""
+    seeds = ", ".join(str(seed) for seed in plan.worker.seeds)
+    lines = [
+        f"The agent configuration of trial {best.number} of study {plan.study}, the best ({plan.worker.objective} "
+        f"{best.value:.6g}, the mean over seeds {seeds}).",
+        f"seed and max_iterations are its first training's; repeat it: {best_plan.repeat_command(BEST_FILE)}",
+    ]
+    return commented(lines)
+
+
+def _trial_iterations(call: Call, plan: TunePlan, request: Any) -> int:
+    """The iterations each of the best trial's trainings ran (`--iterations`, or the env steps budget in the
+    best configuration's iteration size), so that best.yaml repeats the trial's first seed, budget included."""
+    if plan.worker.iterations:
+        return int(plan.worker.iterations)
+    probe = plan_train(call, dataclasses.replace(request, max_iterations=1))
+    return max(1, math.ceil(plan.worker.env_steps / probe.env_steps_per_iteration))
 
 
 __all__ = ["tune", "tune_in_call"]
