@@ -12,7 +12,9 @@ library are known (checkpoint, algorithm and framework, configurations) is `rlru
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ from rlrun.api.resolution import (
     Settled,
     Target,
     check_framework,
+    early,
     env_errors,
     recorded_iteration,
     resolve_checkpoint,
@@ -58,10 +61,13 @@ from rlrun.hermetic import Call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
 from rlrun.libraries.base import minibatch_keys
 
-CORE_IMPORTS = ("numpy", "torch", "torch._dynamo", "gymnasium", "rlrun.envs")
+TASK_IMPORTS = ("numpy", "gymnasium", "rlrun.envs")
+"""What naming a task needs (Gymnasium's registry and rlrun's, no torch): imported first, so that a mistyped
+task, library, algorithm, override key or checkpoint is answered before torch is imported (`early`)."""
+CORE_IMPORTS = (*TASK_IMPORTS, "torch", "torch._dynamo")
 """Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
 imports lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's.
-`import_core` then registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
+`import_core` also registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
 VIDEO_IMPORTS = (
     "pygame",
     "moviepy",
@@ -70,6 +76,8 @@ VIDEO_IMPORTS = (
     "gymnasium.wrappers.vector",
 )
 EXPORT_IMPORTS = ("torch.onnx", "onnx", "onnxscript", "torch.jit")
+Early = Callable[[Target], None]
+"""A call kind's checks from data alone (`rlrun.api.early`), run before torch is imported."""
 AGENTS = ("zero", "random")
 """The agents that need no library (`rlrun zero`, `rlrun random`)."""
 
@@ -81,7 +89,7 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     """Validate a training request; with `resume`, find the checkpoint and take the run's configuration."""
     check_request_type(request, TrainRequest, "train")
     request = normalised(request)
-    target = _target(call, request)
+    target = _target(call, request, early(request, (request.checkpoint or "latest") if request.resume else None))
     check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
     if request.run_name is not None:
         runs.check_name(request.run_name, "--run_name")
@@ -136,7 +144,7 @@ def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
     """Validate an evaluation request and find its checkpoint."""
     check_request_type(request, PlayRequest, "play")
     request = normalised(request)
-    target = _target(call, request)
+    target = _target(call, request, early(request, request.checkpoint or "latest"))
     check_int(request.num_episodes, "the number of episodes", minimum=1, flag="--num_episodes")
     check_int(request.max_steps, "the number of steps", minimum=1, flag="--max_steps")
     checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest")
@@ -165,7 +173,7 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
             f"{did_you_mean(str(request.format), [*EXPORT_FORMATS, 'both'])}"
         )
     check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
-    target = _target(call, request)
+    target = _target(call, request, early(request, request.checkpoint or "latest", "torch"))
     if request.ml_framework is not None and request.ml_framework != "torch":
         check_framework(target.library, request.ml_framework)
         raise InvalidArgument(
@@ -279,12 +287,18 @@ def _library_fields(
     )
 
 
-def import_core(call: Call, video: bool) -> None:
-    """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
-    call.import_modules(CORE_IMPORTS)
+def import_tasks(call: Call) -> None:
+    """Import what naming a task needs and register the installed packages' tasks (`TASK_IMPORTS`)."""
+    call.import_modules(TASK_IMPORTS)
     from rlrun.envs.tasks import load_task_plugins  # imported by now, with Gymnasium, as an import effect
 
     load_task_plugins(call.import_modules)
+
+
+def import_core(call: Call, video: bool) -> None:
+    """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
+    import_tasks(call)
+    call.import_modules(CORE_IMPORTS)
     if resource_tracker_due():
         call.prepare(start_resource_tracker)
     if video:
@@ -312,26 +326,32 @@ def start_resource_tracker() -> None:
     resource_tracker.ensure_running()
 
 
-def _target(call: Call, request: LibraryRequest) -> Target:
-    """What train, play and export validate alike: numbers, task, library, device, log root."""
+def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> Target:
+    """What train, play and export validate alike: numbers, task, library, device, log root. `early(target)`
+    checks what the call kind can check from data (names, files) before torch is imported; its target's
+    `device` is not resolved yet."""
     check_common(request)
     if request.experiment is not None:
         runs.check_name(request.experiment, "--experiment_name")
     runs.check_log_root(request.log_root)
-    import_core(call, request.video)
+    import_tasks(call)
     from rlrun.envs import resolve_task
 
     task = resolve_task(request.task, call.import_modules)  # `module:id`: the module is imported
     _check_renderable(task, request.video)
     library = _choose_library(call, task, request.library)
-    return Target(
+    target = Target(
         task=task,
         library=library,
         adapter=load_adapter(library),
-        device=resolve_device(request.device),
+        device="",
         log_root=Path(request.log_root).absolute(),
         experiment=request.experiment or runs.experiment_name(task),
     )
+    if early is not None:
+        early(target)
+    import_core(call, request.video)
+    return dataclasses.replace(target, device=resolve_device(request.device))
 
 
 def _choose_library(call: Call, task: str, name: str | None) -> Library:

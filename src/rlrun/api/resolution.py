@@ -9,7 +9,7 @@ and env configurations, overrides applied; the iteration a resumed run starts fr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,12 +100,7 @@ def settle(
         device = "cpu"  # torch sees a GPU, but this JAX was installed for the CPU only
     call.import_modules(adapter.IMPORTS[framework])
     algorithm = request.algorithm or manifest.get("algorithm") or adapter.DEFAULT_ALGORITHM
-    if algorithm.lower() not in adapter.ALGORITHMS:
-        close = did_you_mean(algorithm.lower(), adapter.ALGORITHMS, listing=0)
-        raise InvalidArgument(
-            f"--algorithm {algorithm!r} is not one rlrun runs with {library.name}.{close} "
-            f"Choose from: {', '.join(adapter.ALGORITHMS)}."
-        )
+    check_algorithm(target, algorithm)
     if checkpoint is not None:
         try:
             adapter.check_checkpoint(checkpoint)
@@ -118,6 +113,38 @@ def settle(
                 f"pass --library {owner}."
             ) from error
     return Settled(algorithm=algorithm.lower(), ml_framework=framework, device=device)
+
+
+def check_algorithm(target: Target, algorithm: str) -> None:
+    if algorithm.lower() not in target.adapter.ALGORITHMS:
+        close = did_you_mean(algorithm.lower(), target.adapter.ALGORITHMS, listing=0)
+        raise InvalidArgument(
+            f"--algorithm {algorithm!r} is not one rlrun runs with {target.library.name}.{close} "
+            f"Choose from: {', '.join(target.adapter.ALGORITHMS)}."
+        )
+
+
+def early(request: LibraryRequest, checkpoint: str | None, framework: str | None = None) -> Callable[[Target], None]:
+    """The checks a library request's names and files allow before torch is imported (`checkpoint`: the selector
+    of the checkpoint the call reads, or None): the checkpoint and its run, the framework and the algorithm, and
+    a training's agent overrides against its starting configuration. Planning repeats each in full after."""
+
+    def check(target: Target) -> None:
+        library = target.library
+        run = None if checkpoint is None else resolve_checkpoint(target, request, checkpoint, framework)[1]
+        manifest = run.manifest if run is not None else {}
+        check_framework(library, request.ml_framework or manifest.get("ml_framework") or library.frameworks[0])
+        algorithm = (request.algorithm or manifest.get("algorithm") or target.adapter.DEFAULT_ALGORITHM).lower()
+        check_algorithm(target, algorithm)
+        scoped = configs.split_overrides(request.overrides)
+        agent_config = getattr(request, "agent_config", None)
+        # RL Zoo's keys (SB3 on a Gymnasium id) are known once SB3 is imported: left to planning.
+        zoo = library.name == "sb3" and not agent_config and not configs.has_tuned_config("sb3", algorithm, target.task)
+        if run is None and scoped["agent"] and not zoo:
+            agent, _ = configs.starting_config(library.name, algorithm, target.task, path=agent_config)
+            configs.apply_overrides(agent, scoped["agent"], scope="agent")
+
+    return check
 
 
 def check_framework(library: Library, framework: str) -> None:

@@ -1,0 +1,121 @@
+"""CPU seconds until rlrun answers: a user error's one line, and a training's first env step, per library.
+
+Each figure is a fresh interpreter's CPU time (user + system, its children included), `--repeats` times, the
+median printed with the spread:
+- a mistyped library, task, algorithm, framework, agent override key and a missing checkpoint, as console
+  commands (`rlrun train ...`, exit 2): goal <= 0.5 s each, since these are answered from data before torch
+  or any RL library is imported;
+- per library and framework, `rlrun train` up to its first env step (a task that records the CPU time at its
+  first `step` and ends the process there), against `python -c "import torch, <the library's imports>"` in
+  the same run: goal, at most the bare imports + 0.3 s.
+
+    python benchmarks/time_to_answer.py [--repeats 3] [--libraries rsl_rl sb3 ...] [--save [PATH]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import results as records
+from rlrun.libraries import LIBRARIES, load_adapter
+
+RLRUN = str(Path(sys.executable).with_name("rlrun"))
+ERRORS = {
+    "a mistyped library": ["train", "--task", "rlrun/CartPole-v1", "--library", "sb"],
+    "a mistyped task": ["train", "--task", "rlrun/CartPol-v1"],
+    "a mistyped algorithm": ["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--algorithm", "ppx"],
+    "a mistyped framework": ["train", "--task", "rlrun/CartPole-v1", "--library", "skrl", "--ml_framework", "jx"],
+    "a mistyped override key": ["train", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl", "agent.gama=0.9"],
+    "a missing checkpoint": ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
+}
+FIRST_STEP = """
+import os, sys, time
+import rlrun
+from rlrun.envs import register_task
+from rlrun.envs.pendulum import PendulumVectorEnv
+
+class FirstStep(PendulumVectorEnv):
+    def step(self, actions):
+        times = os.times()  # written to a file: rlrun sends the library's console output to the run's console.log
+        with open(sys.argv[4], "w") as file:
+            file.write(str(times.user + times.system + times.children_user + times.children_system))
+        os._exit(0)
+
+register_task("bench/FirstStep-v0", "__main__:FirstStep", max_episode_steps=200, default_library="rsl_rl")
+rlrun.train(rlrun.TrainRequest(task="bench/FirstStep-v0", library=sys.argv[1], ml_framework=sys.argv[2],
+                               num_envs=4, max_iterations=1, log_root=sys.argv[3]))
+"""
+
+
+def cpu_of(command: list[str], expect: int | None = None) -> float:
+    """CPU seconds (user + system) of a fresh process running `command`, its children included."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if expect is not None and done.returncode != expect:
+        raise SystemExit(f"{command}: exit {done.returncode}, expected {expect}:\n{done.stderr[-2000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def first_step(library: str, framework: str, repeats: int) -> list[float]:
+    values = []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as root:
+            out = Path(root) / "cpu.txt"
+            done = subprocess.run(
+                [sys.executable, "-c", FIRST_STEP, library, framework, root, str(out)], capture_output=True, text=True
+            )
+            if done.returncode != 0 or not out.is_file():
+                raise SystemExit(f"{library} ({framework}) did not reach its first step:\n{done.stderr[-2000:]}")
+            values.append(float(out.read_text()))
+    return values
+
+
+def show(label: str, values: list[float], goal: str = "") -> None:
+    print(f"{label:<60} {statistics.median(values):6.2f} s (spread {min(values):.2f}-{max(values):.2f}){goal}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--libraries", nargs="*", default=None, help="library names (default: every installed)")
+    records.add_argument(parser)
+    args = parser.parse_args()
+    record = records.Record.start(__file__)
+    kind = f"min-max of {args.repeats} fresh interpreter{'s' * (args.repeats != 1)}"
+    print(f"load {os.getloadavg()[0]:.2f}; CPU seconds (user + system) of fresh processes")
+    with tempfile.TemporaryDirectory() as root:
+        for label, words in ERRORS.items():
+            values = [cpu_of([RLRUN, *words, "--log_root", root], expect=2) for _ in range(args.repeats)]
+            show(f"to the error: {label}", values, "  goal <= 0.5 s")
+            median = statistics.median(values)
+            record.add(f"CPU to the error: {label}", median, unit="s", spread=(min(values), max(values)),
+                       spread_kind=kind, goal=("<=", 0.5))  # fmt: skip
+    for library in LIBRARIES.values():
+        if not library.installed or (args.libraries and library.name not in args.libraries):
+            continue
+        for framework, names in load_adapter(library).IMPORTS.items():
+            code = "import " + ", ".join(dict.fromkeys(("torch", *names)))
+            bare = [cpu_of([sys.executable, "-c", code], expect=0) for _ in range(args.repeats)]
+            steps = first_step(library.name, framework, args.repeats)
+            label = f"{library.name} ({framework})"
+            show(f"bare imports: {label}", bare)
+            extra = statistics.median(steps) - statistics.median(bare)
+            show(f"to the first step: {label}", steps, f"  +{extra:.2f} s over the imports, goal <= +0.3 s")
+            spread = (min(steps) - max(bare), max(steps) - min(bare))
+            name = f"CPU to the first step over the bare imports: {label}"
+            record.add(name, extra, unit="s", spread=spread, spread_kind=kind, goal=("<=", 0.3))
+    print(f"load {os.getloadavg()[0]:.2f}")
+    if args.save:
+        record.save(args.save)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""A mistyped name or a missing file is answered from data, before torch or any RL library is imported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+EARLY = {
+    # case: (command line, what the one line says)
+    "library": (["train", "--task", "rlrun/CartPole-v1", "--library", "sb"], "Did you mean 'sb3'?"),
+    "task": (["train", "--task", "rlrun/CartPol-v1"], "Did you mean 'rlrun/CartPole-v1'?"),
+    "algorithm": (["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--algorithm", "ppx"], "'ppo'"),
+    "framework": (["train", "--task", "rlrun/CartPole-v1", "--library", "skrl", "--ml_framework", "jx"], "jax"),
+    "override key": (
+        ["train", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl", "agent.algorithm.gama=0.9"],
+        "Did you mean 'agent.algorithm.gamma'?",
+    ),
+    "nested override key": (
+        ["train", "--task", "rlrun/Pendulum-v1", "--library", "rl_games", "agent.params.config.horizon_lenght=8"],
+        "horizon_length",
+    ),
+    "missing checkpoint": (
+        ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
+        "no.pt",
+    ),
+    "nothing to resume": (["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--resume"], "train one first"),
+    "nothing to export": (["export", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl"], "train one first"),
+}
+PROBE = """
+import json, sys
+import rlrun.cli
+code = rlrun.cli.main(sys.argv[2:] + ["--log_root", sys.argv[1]])
+heavy = sorted(name for name in ("torch", "stable_baselines3", "rsl_rl", "skrl", "rl_games", "torchrl", "jax")
+               if name in sys.modules)
+print(json.dumps({"code": code, "heavy": heavy}))
+"""
+
+
+@pytest.mark.parametrize("case", list(EARLY))
+def test_a_user_error_is_answered_before_torch_is_imported(case, tmp_path):
+    words, expected = EARLY[case]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(tmp_path / "logs"), *words], capture_output=True, text=True, timeout=120
+    )
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome == {"code": 2, "heavy": []}, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0]
+    assert not (tmp_path / "logs").exists()
