@@ -5,6 +5,7 @@ once; a Ctrl-C that arrives before the training takes signals itself is kept unt
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import signal
 import threading
 from collections.abc import Iterator
@@ -104,3 +105,41 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+_OUTERMOST: contextvars.ContextVar[bool] = contextvars.ContextVar("rlrun_signals_outermost", default=False)
+
+
+@contextlib.contextmanager
+def termination_delivered() -> Iterator[None]:
+    """Around the outermost rlrun call of a thread (`rlrun.train`, `rlrun.bench`, `rlrun.tune`, `rlrun.main`): a
+    SIGTERM that stopped the call is raised again once the call has saved its checkpoint and restored every
+    guard, so that it reaches the caller's own disposition. By default the process ends with it, as it would
+    have without rlrun; a handler of the caller's runs (and, if it returns, `TrainingStopped` goes on). Calls
+    inside it (a bench's cells, a tune's trials, `inner`) leave the signal to the outermost. The console command
+    does not deliver it: it exits 143 (`rlrun.cli.console`)."""
+    if _OUTERMOST.get():
+        yield
+        return
+    token = _OUTERMOST.set(True)
+    terminated = False
+    try:
+        yield
+    except TrainingStopped as stop:
+        terminated = stop.reason == "terminated"
+        raise
+    finally:
+        _OUTERMOST.reset(token)
+        if terminated and threading.current_thread() is threading.main_thread():
+            signal.raise_signal(signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def inner() -> Iterator[None]:
+    """Within the block, rlrun's calls are not outermost (`termination_delivered`): a worker's cell or trial, whose
+    stop its executor reports."""
+    token = _OUTERMOST.set(True)
+    try:
+        yield
+    finally:
+        _OUTERMOST.reset(token)

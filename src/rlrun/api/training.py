@@ -13,7 +13,7 @@ from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
 from rlrun.api.session import Video, check_resume_fit, console, session
-from rlrun.api.signals import LATCH, signals_held, stop_signals
+from rlrun.api.signals import LATCH, signals_held, stop_signals, termination_delivered
 from rlrun.configs.provenance import params_files, recorded_source
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
@@ -37,7 +37,7 @@ def train(
     the training there, with a checkpoint, and the result's status is `stopped` (a tuner's pruner).
     """
     # The latch goes around the call: a Ctrl-C that Python drops while planning or importing is not lost.
-    with LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
+    with termination_delivered(), LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.train") as call:
         return train_in_call(call, request, progress, on_iteration)
 
 

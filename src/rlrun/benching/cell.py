@@ -19,6 +19,7 @@ from typing import Any
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
+from rlrun.api.signals import inner
 from rlrun.errors import UserError
 from rlrun.sweep import evaluation, one_line
 
@@ -111,7 +112,8 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
         return cell.seconds is not None and time.perf_counter() - started >= cell.seconds
 
     try:
-        result = api.train(cell.request, on_iteration=on_iteration)
+        with inner():  # a stopped cell is the bench's to report
+            result = api.train(cell.request, on_iteration=on_iteration)
     except (UserError, Exception) as error:
         return cell.row(status="failed", error=one_line(error), wall_s=time.perf_counter() - started)
     row = cell.row(

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from rlrun import runs
 from rlrun.api.metrics import IterationRow
-from rlrun.api.signals import LATCH
+from rlrun.api.signals import LATCH, termination_delivered
 from rlrun.benching.cell import Cell, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
@@ -85,7 +85,7 @@ def bench(
     `LATCH` is held over the whole bench (outside its hermetic call, as `rlrun.train` holds it): a Ctrl-C that
     Python drops in a finalizer between two cells stops the next cell's training at its start, and so the bench,
     instead of being lost."""
-    with LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.bench") as call:
+    with termination_delivered(), LATCH.installed(), hermetic_call(check_leaks=check_leaks, name="rlrun.bench") as call:
         return bench_in_call(call, request, display)
 
 

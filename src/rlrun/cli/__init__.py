@@ -14,6 +14,7 @@ Flags follow Isaac Lab's names (`--rl_library` is an alias of `--library`); trai
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import traceback
 from collections.abc import Sequence
@@ -31,15 +32,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the `rlrun` command line in-process and return its exit code.
 
     Warnings raised during the call are held back and shown after it, except when the call ends in a
-    user error: then the one error line is all that is printed.
+    user error: then the one error line is all that is printed. A SIGTERM that stopped the command reaches the
+    caller's own disposition once everything is restored (by default the process ends with it, as a script
+    running `rlrun` as a program would); the console command exits 143 instead.
     """
+    import signal
+
+    code = _exit_code(argv)
+    if code == TrainingStopped.EXIT_CODES["terminated"] and not _CONSOLE.get():
+        signal.raise_signal(signal.SIGTERM)
+    return code
+
+
+_CONSOLE: contextvars.ContextVar[bool] = contextvars.ContextVar("rlrun_console", default=False)
+"""Set by `console`: the process is rlrun's own, and a SIGTERM is its exit status 143."""
+
+
+def _exit_code(argv: Sequence[str] | None) -> int:
     import warnings
+
+    from rlrun.api.signals import inner
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
     code = 130
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, inner():  # `main` delivers a SIGTERM itself
             code = _main(arguments, stderr)
         if code != 2:
             for held in caught:
@@ -60,6 +78,7 @@ def console() -> NoReturn:
     import signal
 
     code = 130
+    _CONSOLE.set(True)
     try:
         code = main()
     except KeyboardInterrupt:

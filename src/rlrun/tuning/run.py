@@ -23,6 +23,7 @@ from typing import Any
 
 from rlrun import runs
 from rlrun.api.planning import plan_train
+from rlrun.api.signals import termination_delivered
 from rlrun.configs.provenance import commented
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Call, hermetic_call
@@ -32,7 +33,7 @@ from rlrun.tuning.request import BEST_FILE, TuneRequest, TuneResult
 
 def tune(request: TuneRequest, *, check_leaks: bool | None = None, echo: bool = False) -> TuneResult:
     """Run (or resume) a study; the process is left as it was found. `echo` prints a line per finished trial."""
-    with hermetic_call(check_leaks=check_leaks, name="rlrun.tune") as call:
+    with termination_delivered(), hermetic_call(check_leaks=check_leaks, name="rlrun.tune") as call:
         return tune_in_call(call, request, echo)
 
 

@@ -36,7 +36,7 @@ from optuna.trial import TrialState
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
-from rlrun.api.signals import LATCH
+from rlrun.api.signals import LATCH, inner
 from rlrun.errors import TrainingStopped
 from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
@@ -129,7 +129,7 @@ class _Orphaned(Exception):
 def run_worker(worker: TuneWorker) -> list[dict[str, Any]]:
     """One slot's loop (see the module docstring); returns a row per trial it ran. Ctrl-C or SIGTERM fails the
     running trial as interrupted, then propagates."""
-    with quiet_optuna(), LATCH.installed():
+    with quiet_optuna(), LATCH.installed(), inner():  # a stopped trial is the tune's to report
         return _work(worker)
 
 
