@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import results as records
-from rlrun.api.planning import CORE_IMPORTS
+from rlrun.api.imports import CORE_IMPORTS
 from rlrun.libraries import LIBRARIES, load_adapter
 
 RLRUN = str(Path(sys.executable).with_name("rlrun"))

@@ -152,19 +152,19 @@ def warm_up() -> None:
     to the import, not to a call (see `rlrun.hermetic.scope`), and the calls re-baseline their own detector
     after importing; the table's census snapshot is taken before the call, so it needs them done already.
     """
-    from rlrun.api import planning
+    from rlrun.api import imports
     from rlrun.libraries import LIBRARIES, load_adapter
     from rlrun.reports import HEAVY_MODULES
     from rlrun.reports.tune import HEAVY_MODULES as TUNE_HEAVY_MODULES
 
-    names = [*planning.CORE_IMPORTS, *planning.VIDEO_IMPORTS, *planning.EXPORT_IMPORTS, *HEAVY_MODULES]
+    names = [*imports.CORE_IMPORTS, *imports.VIDEO_IMPORTS, *imports.EXPORT_IMPORTS, *HEAVY_MODULES]
     names += ["onnxruntime", "ray", "rlrun.executors", "sqlalchemy.engine", "sqlalchemy.exc", "rlrun.tuning.worker"]
-    names += list(TUNE_HEAVY_MODULES) if planning.has("optuna") else []
+    names += list(TUNE_HEAVY_MODULES) if imports.has("optuna") else []
     for library in LIBRARIES.values():
         if library.installed:
             names += load_adapter(library).IMPORTS["torch"]
     with hermetic_call(name="bad inputs warm-up") as call:
-        call.import_modules([name for name in names if planning.has(name.partition(".")[0])])
+        call.import_modules([name for name in names if imports.has(name.partition(".")[0])])
 
 
 @pytest.fixture(scope="module")

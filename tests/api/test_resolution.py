@@ -50,3 +50,28 @@ def test_a_user_error_is_answered_before_torch_is_imported(case, tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0]
     assert not (tmp_path / "logs").exists()
+
+
+def test_exporting_when_only_a_jax_run_exists_says_so_and_how_to_export(tmp_path):
+    import rlrun
+    from rlrun import runs
+    from rlrun.errors import InvalidArgument
+
+    run_dir = tmp_path / "skrl" / "rlrun_Pendulum-v1" / "2026-12-01_10-00-00"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "checkpoints" / "agent_8.pickle").write_bytes(b"jax weights")
+    manifest = {
+        "library": "skrl",
+        "task": "rlrun/Pendulum-v1",
+        "ml_framework": "jax",
+        "algorithm": "ppo",
+        "created_at": "2026-12-01T10:00:00+00:00",
+        "checkpoints": [{"file": "checkpoints/agent_8.pickle"}],
+    }
+    runs.write_manifest(run_dir, manifest)
+    with pytest.raises(
+        InvalidArgument,
+        match=r"runs on jax, and rlrun exports PyTorch policies only; train one with --ml_framework torch",
+    ):
+        rlrun.export(rlrun.ExportRequest(task="rlrun/Pendulum-v1", library="skrl", log_root=str(tmp_path)))
+    assert sorted(path.name for path in run_dir.iterdir()) == ["checkpoints", "run.json"]  # nothing written

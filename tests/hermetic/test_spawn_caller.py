@@ -1,7 +1,7 @@
 """A caller on the `spawn` start method (TorchRL's import sets it; so do many scripts) gets no process from a
 call: under `spawn` the first lock or queue a library makes (tqdm's bar lock in SKRL, tensorboardX's event
 queue in rl_games) starts multiprocessing's resource tracker, so the plan's import phase starts it first
-(`rlrun.api.planning.start_resource_tracker`), as a fresh process running the library would have it."""
+(`rlrun.api.imports.start_resource_tracker`), as a fresh process running the library would have it."""
 
 from __future__ import annotations
 

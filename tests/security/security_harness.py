@@ -357,14 +357,14 @@ def _transient_only(before: census.Snapshot, after: census.Snapshot) -> bool:
 def warm_up() -> None:
     """Import, once, everything a corpus call may import, through a call's import phase (import effects belong
     to the import, not to a call, and the census is taken before each call)."""
-    from rlrun.api import planning
+    from rlrun.api import imports
     from rlrun.libraries import LIBRARIES as TABLE
     from rlrun.libraries import load_adapter
     from rlrun.reports import HEAVY_MODULES
 
-    names = [*planning.CORE_IMPORTS, *planning.EXPORT_IMPORTS, *HEAVY_MODULES]
+    names = [*imports.CORE_IMPORTS, *imports.EXPORT_IMPORTS, *HEAVY_MODULES]
     names += ["onnxruntime", "rlrun.executors", "sqlalchemy.engine", "sqlalchemy.exc", "rlrun.tuning.worker"]
-    if planning.has("optuna"):
+    if imports.has("optuna"):
         from rlrun.reports.tune import HEAVY_MODULES as TUNE_HEAVY_MODULES
 
         names += list(TUNE_HEAVY_MODULES)
@@ -372,4 +372,4 @@ def warm_up() -> None:
         if library.installed:
             names += load_adapter(library).IMPORTS["torch"]
     with hermetic_call(name="security corpus warm-up") as call:
-        call.import_modules([name for name in names if planning.has(name.partition(".")[0])])
+        call.import_modules([name for name in names if imports.has(name.partition(".")[0])])

@@ -160,12 +160,12 @@ def trained(tmp_path_factory) -> Path:
 def warm_up() -> None:
     """Import, once and through a call's import phase, what the calls here import: import effects (a logger,
     an exit hook) belong to the import, and the census each test takes around its call would blame them on it."""
-    from rlrun.api import planning
+    from rlrun.api import imports
     from rlrun.hermetic import hermetic_call
     from rlrun.libraries import LIBRARIES, load_adapter
     from rlrun.reports import HEAVY_MODULES
 
-    names = [*planning.CORE_IMPORTS, *[*planning.EXPORT_IMPORTS, "onnxruntime", "matplotlib", *HEAVY_MODULES]]
+    names = [*imports.CORE_IMPORTS, *[*imports.EXPORT_IMPORTS, "onnxruntime", "matplotlib", *HEAVY_MODULES]]
     for name in ("rsl_rl", "sb3"):
         if LIBRARIES[name].installed:
             names += load_adapter(LIBRARIES[name]).IMPORTS["torch"]

@@ -57,11 +57,11 @@ def place(tmp_path, monkeypatch) -> Path:
 def warm_up() -> None:
     """Import, once and through a call's import phase, what the calls here import: import effects (a logger,
     an exit hook) belong to the import, and the census each test takes around its call would blame them on it."""
-    from rlrun.api import planning
+    from rlrun.api import imports
     from rlrun.hermetic import hermetic_call
     from rlrun.libraries import LIBRARIES, load_adapter
 
-    names = [*planning.CORE_IMPORTS, *["sqlalchemy.engine", "sqlalchemy.exc", "rlrun.executors", "rlrun.tuning.worker"]]
+    names = [*imports.CORE_IMPORTS, *["sqlalchemy.engine", "sqlalchemy.exc", "rlrun.executors", "rlrun.tuning.worker"]]
     for name in ("rsl_rl", "sb3"):
         if LIBRARIES[name].installed:
             names += load_adapter(LIBRARIES[name]).IMPORTS["torch"]

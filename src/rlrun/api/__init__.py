@@ -25,7 +25,8 @@ up in `rlrun.libraries.LIBRARIES`.
 
 from rlrun.api.agents import agent_in_call, random_agent, zero_agent
 from rlrun.api.exporting import export, export_in_call
-from rlrun.api.planning import AGENTS, CORE_IMPORTS, EXPORT_IMPORTS
+from rlrun.api.imports import CORE_IMPORTS, EXPORT_IMPORTS
+from rlrun.api.planning import AGENTS
 from rlrun.api.playing import play, play_in_call
 from rlrun.api.requests import (
     AgentRequest,

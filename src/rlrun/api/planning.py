@@ -31,6 +31,11 @@ from rlrun.api.checks import (
     resolve_device,
     resolve_seed,
 )
+from rlrun.api.imports import (
+    EXPORT_IMPORTS,
+    import_core,
+    import_tasks,
+)
 from rlrun.api.metrics import CURVE_IMPORTS
 from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
@@ -45,7 +50,6 @@ from rlrun.api.requests import (
 from rlrun.api.resolution import (
     Settled,
     Target,
-    check_framework,
     early,
     env_errors,
     recorded_iteration,
@@ -61,23 +65,8 @@ from rlrun.hermetic import Call
 from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
 from rlrun.libraries.base import minibatch_keys
 
-TASK_IMPORTS = ("numpy", "gymnasium", "rlrun.envs")
-"""What naming a task needs (Gymnasium's registry and rlrun's, no torch): imported first, so that a mistyped
-task, library, algorithm, override key or checkpoint is answered before torch is imported (`early`)."""
-CORE_IMPORTS = (*TASK_IMPORTS, "torch", "torch._dynamo")
-"""Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
-imports lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's.
-`import_core` also registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
-VIDEO_IMPORTS = (
-    "pygame",
-    "moviepy",
-    "moviepy.video.io.ImageSequenceClip",
-    "imageio_ffmpeg",
-    "gymnasium.wrappers.vector",
-)
-EXPORT_IMPORTS = ("torch.onnx", "onnx", "onnxscript", "torch.jit")
 Early = Callable[[Target], None]
-"""A call kind's checks from data alone (`rlrun.api.early`), run before torch is imported."""
+"""A call kind's checks from data alone (`rlrun.api.resolution.early`), run before torch is imported."""
 AGENTS = ("zero", "random")
 """The agents that need no library (`rlrun zero`, `rlrun random`)."""
 
@@ -173,13 +162,8 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
             f"{did_you_mean(str(request.format), [*EXPORT_FORMATS, 'both'])}"
         )
     check_int(request.validation_steps, "the number of validation steps", minimum=1, flag="--validation_steps")
+    # `early` refuses another --ml_framework than torch, before the checkpoint is looked for.
     target = _target(call, request, early(request, request.checkpoint or "latest", "torch"))
-    if request.ml_framework is not None and request.ml_framework != "torch":
-        check_framework(target.library, request.ml_framework)
-        raise InvalidArgument(
-            f"rlrun exports PyTorch policies only, not {request.ml_framework} ones; "
-            f"export a {target.library.name} run trained with --ml_framework torch (drop --ml_framework)."
-        )
     # Only PyTorch runs can be exported, so `latest` and `best` look among those alone.
     checkpoint, checkpoint_run = resolve_checkpoint(target, request, request.checkpoint or "latest", "torch")
     settled = settle(call, target, request, checkpoint, checkpoint_run)
@@ -285,45 +269,6 @@ def _library_fields(
         checkpoint_run=checkpoint_run,
         verbose=verbose,
     )
-
-
-def import_tasks(call: Call) -> None:
-    """Import what naming a task needs and register the installed packages' tasks (`TASK_IMPORTS`)."""
-    call.import_modules(TASK_IMPORTS)
-    from rlrun.envs.tasks import load_task_plugins  # imported by now, with Gymnasium, as an import effect
-
-    load_task_plugins(call.import_modules)
-
-
-def import_core(call: Call, video: bool) -> None:
-    """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
-    import_tasks(call)
-    call.import_modules(CORE_IMPORTS)
-    if resource_tracker_due():
-        call.prepare(start_resource_tracker)
-    if video:
-        call.import_modules([name for name in VIDEO_IMPORTS if has(name.partition(".")[0])])
-
-
-def resource_tracker_due() -> bool:
-    """Whether the start method is `spawn` or `forkserver` and multiprocessing's resource tracker has not started."""
-    import multiprocessing
-    from multiprocessing import resource_tracker
-
-    tracker = getattr(resource_tracker, "_resource_tracker", None)
-    running = getattr(tracker, "_pid", None) is not None
-    return not running and multiprocessing.get_start_method(allow_none=True) in ("spawn", "forkserver")
-
-
-def start_resource_tracker() -> None:
-    """Start multiprocessing's resource tracker process now, as an effect of the import phase: under `spawn`
-    or `forkserver`, the first lock or queue a library makes would start it inside the call (tqdm's bar lock,
-    tensorboardX's event queue), for the rest of the process. Stopping it after the call instead would unlink
-    the semaphores of locks that live on (tqdm's), so it is started before, as a fresh process running the
-    library would have it. Under `fork` (Linux's default) nothing needs it (`resource_tracker_due`)."""
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
 
 
 def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> Target:

@@ -126,12 +126,24 @@ def check_algorithm(target: Target, algorithm: str) -> None:
 
 def early(request: LibraryRequest, checkpoint: str | None, framework: str | None = None) -> Callable[[Target], None]:
     """The checks a library request's names and files allow before torch is imported (`checkpoint`: the selector
-    of the checkpoint the call reads, or None): the checkpoint and its run, the framework and the algorithm, and
-    a training's agent overrides against its starting configuration. Planning repeats each in full after."""
+    of the checkpoint the call reads, or None; `framework`: the only one the call takes, export's torch): the
+    checkpoint and its run, the framework and the algorithm, and a training's agent overrides against its
+    starting configuration. Planning repeats each in full after."""
 
     def check(target: Target) -> None:
         library = target.library
-        run = None if checkpoint is None else resolve_checkpoint(target, request, checkpoint, framework)[1]
+        if framework is not None and request.ml_framework not in (None, framework):
+            check_framework(library, request.ml_framework)
+            raise InvalidArgument(
+                f"rlrun exports PyTorch policies only, not {request.ml_framework} ones; "
+                f"export a {library.name} run trained with --ml_framework {framework} (drop --ml_framework)."
+            )
+        try:
+            run = None if checkpoint is None else resolve_checkpoint(target, request, checkpoint, framework)[1]
+        except UserError:
+            if framework is not None and checkpoint in runs.SELECTORS and request.ml_framework is None:
+                _other_framework(target, request, checkpoint, framework)
+            raise
         manifest = run.manifest if run is not None else {}
         check_framework(library, request.ml_framework or manifest.get("ml_framework") or library.frameworks[0])
         algorithm = (request.algorithm or manifest.get("algorithm") or target.adapter.DEFAULT_ALGORITHM).lower()
@@ -145,6 +157,20 @@ def early(request: LibraryRequest, checkpoint: str | None, framework: str | None
             configs.apply_overrides(agent, scoped["agent"], scope="agent")
 
     return check
+
+
+def _other_framework(target: Target, request: LibraryRequest, selector: str, framework: str) -> None:
+    """Raise what stands in the way when `selector` finds a run of another framework than `framework` only."""
+    try:
+        _, run = resolve_checkpoint(target, request, selector)
+    except UserError:
+        return
+    other = run.manifest.get("ml_framework") if run is not None else None
+    if run is not None and other not in (None, framework):
+        raise InvalidArgument(
+            f"the {selector} {target.library.name} run on {target.task} ({run.path.name}) runs on {other}, and rlrun "
+            f"exports PyTorch policies only; train one with --ml_framework {framework} to export it."
+        )
 
 
 def check_framework(library: Library, framework: str) -> None:
