@@ -170,11 +170,20 @@ def listing(args: argparse.Namespace) -> int:
             table.add_column(column)
         for task in NATIVE_TASKS.values():
             table.add_row(task.id, escape(tasks.provider(task)), task.default_library, str(task.max_episode_steps))
+        lacking: dict[str, int] = {}
         if args.gymnasium:
+            from rlrun.envs.requirements import missing_requirement
+
             for task_id, spec in sorted(gymnasium.registry.items()):
-                if task_id not in NATIVE_TASKS:
-                    table.add_row(task_id, "", "(by action space)", str(spec.max_episode_steps or "-"))
+                if task_id in NATIVE_TASKS:
+                    continue
+                if (needs := missing_requirement(spec)) is not None:
+                    lacking[needs] = lacking.get(needs, 0) + 1
+                    continue
+                table.add_row(task_id, "", "(by action space)", str(spec.max_episode_steps or "-"))
         console.print(table)
+        for needs, count in lacking.items():
+            console.print(escape(f"and {count} Gymnasium ids that need {needs}, not installed here"), soft_wrap=True)
         for name, reason in tasks.BROKEN.items():
             console.print(escape(f"task plugin {name} left out: {reason}"), soft_wrap=True)
         if not args.gymnasium:

@@ -1,0 +1,31 @@
+"""What a registered Gymnasium id needs installed before it can be made, read from its registration alone
+(nothing is imported): `rlrun list tasks --gymnasium` lists the ids this installation can make and names
+what the others lack."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+NEEDS = {
+    "gymnasium.envs.mujoco.": ("mujoco", "pip install 'rlrun[mujoco]'"),
+    "gymnasium.envs.box2d.": ("Box2D", "pip install 'gymnasium[box2d]'"),
+    "gymnasium.envs.phys2d.": ("jax", "pip install 'gymnasium[jax]'"),
+    "gymnasium.envs.tabular.": ("jax", "pip install 'gymnasium[jax]'"),
+}
+"""Entry-point module prefix -> (the module its envs import, how to install it)."""
+RETIRED = {"_raise_mujoco_py_error": "mujoco-py (MuJoCo's retired bindings)", "_raise_shimmy_error": "shimmy"}
+"""Gymnasium's placeholders for ids whose package Gymnasium no longer supports -> what they would need."""
+
+
+def missing_requirement(spec: Any) -> str | None:
+    """What `spec` (a Gymnasium `EnvSpec`) needs and this installation lacks, in words; None if nothing."""
+    entry = spec.entry_point
+    if callable(entry):
+        return RETIRED.get(getattr(entry, "__name__", ""))
+    if not isinstance(entry, str):
+        return None
+    for prefix, (module, hint) in NEEDS.items():
+        if entry.startswith(prefix) and importlib.util.find_spec(module) is None:
+            return f"{module} ({hint})"
+    return None
