@@ -110,3 +110,21 @@ def test_bench_board_live_draws_a_table_of_every_cell_and_its_progress():
     text = stream.getvalue()
     assert "bench: 2 cells" in text and "cell A" in text and "cell B" in text
     assert "done" in text and "queued" in text and "return 5.0" in text
+
+
+def test_time_left_is_measured_from_the_end_of_the_first_iteration(monkeypatch):
+    """A first iteration that compiles (JAX) takes 60 s, the next ones 1 s each: the time left is read from the
+    pace after the first, and before it ends the display says it is warming up instead of reading hours."""
+    from rlrun import progress
+
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: clock[0])
+    meter = progress._Meter(interval=0.0)
+    meter.begin("train skrl rlrun/Pendulum-v1", total=100 * 64, per_iteration=64)
+    clock[0] = 30.0
+    assert meter.fields(0, None)["left"] == "warming up"
+    clock[0] = 60.0
+    assert meter.fields(64, None)["left"] == "warming up"
+    clock[0] = 70.0
+    shown = meter.fields(64 * 11, None)  # 10 iterations in 10 s since the first: 89 left at 1 s each
+    assert shown["left"] == "1:29" and shown["rate"] == "64 steps/s"

@@ -53,11 +53,15 @@ class _Meter:
         self.total: int | None = None
         self.per_iteration: int | None = None
         self.started = self.last = 0.0
+        self.warm: tuple[float, int] | None = None
+        """When the first iteration ended, and its env steps: rates and time left are measured from there, so
+        that a first iteration that compiles (JAX) or warms up is not taken for the pace of the run."""
 
     def begin(self, label: str, total: int | None, per_iteration: int | None) -> None:
         self.label, self.total, self.per_iteration = _shown(label), total, per_iteration
         self.started = time.monotonic()
         self.last = 0.0
+        self.warm = None
 
     def due(self, force: bool = False) -> bool:
         now = time.monotonic()
@@ -67,17 +71,21 @@ class _Meter:
         return False
 
     def fields(self, env_steps: int, mean_return: float | None) -> dict[str, str]:
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        rate = env_steps / elapsed
+        now = time.monotonic()
+        if self.warm is None and self.per_iteration and env_steps >= self.per_iteration:
+            self.warm = (now, env_steps)
+        since, base = self.warm if self.warm is not None and env_steps > self.warm[1] else (self.started, 0)
+        rate = (env_steps - base) / max(now - since, 1e-9)
         iteration = f"{env_steps // self.per_iteration}" if self.per_iteration else "-"
         if self.per_iteration and self.total:
             iteration += f"/{self.total // self.per_iteration}"
-        left = (self.total - env_steps) / rate if self.total and rate > 0 else None
+        warming = bool(self.per_iteration) and env_steps <= (self.per_iteration or 0)
+        left = (self.total - env_steps) / rate if self.total and rate > 0 and not warming else None
         return {
             "iteration": iteration,
             "rate": f"{rate:,.0f} steps/s",
             "return": "-" if mean_return is None else f"{mean_return:.1f}",
-            "left": "-" if left is None else _duration(max(left, 0.0)),
+            "left": ("warming up" if warming else "-") if left is None else _duration(max(left, 0.0)),
             "done": f"{min(env_steps / self.total, 1.0):.0%}" if self.total else "",
         }
 
