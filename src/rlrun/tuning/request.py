@@ -90,8 +90,8 @@ class TuneRequest:
     grace_s: int = field(default=120, metadata={"minimum": 1})
     """A trial whose heartbeat is older than this is failed as interrupted (its process on another host died)."""
     report: bool = field(default=True, metadata={"flag": "--no_report", "negate": True})
-    """Write `trials.csv`, `best.yaml`, the plots and `report.md` at the end; `--no_report` writes the first two
-    only."""
+    """`--no_report` (`report=False`): write only `trials.csv` and `best.yaml` at the end, not the plots and
+    `report.md`."""
 
 
 @dataclass(frozen=True)
