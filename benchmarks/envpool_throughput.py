@@ -7,10 +7,11 @@ warmed up; then EnvPool and each Gymnasium env alternate (see `alternating.py`) 
 stepping `--env_steps` env-steps with random actions drawn before timing. A pair's ratio is the Gymnasium env's
 time over EnvPool's: how many times faster EnvPool is. Goals against SyncVectorEnv: >= 1.7x at 16 envs and >= 2x
 at 64 (8 envs, and AsyncVectorEnv, are context: their goal is 1x). Atari is not measured: rlrun's Gymnasium has
-no ALE ids here.
+no ALE ids here. `--e2e N` also alternates whole RSL-RL PPO trainings of N iterations at 16 envs, sync against
+envpool, timed by their own steps/s (goal >= 1.3x).
 
     python benchmarks/envpool_throughput.py [--pairs 5] [--env_steps 20000] [--tasks Hopper-v5] [--sizes 16 64]
-        [--no_async] [--save [PATH]]
+        [--no_async] [--e2e ITERATIONS] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 from collections.abc import Callable
 
 import torch
 
 import results as records
+import rlrun
 from alternating import Summary, alternate, print_table, timed
 from rlrun.envs import make_env
 
@@ -31,6 +34,14 @@ SIZES = (8, 16, 64)
 GOALS = {16: 1.7, 64: 2.0}
 """Goals of EnvPool / SyncVectorEnv by number of envs; other sizes and AsyncVectorEnv are context (1x)."""
 WARMUP_STEPS = 20
+E2E_GOAL = 1.3
+E2E_ENVS = 16
+
+
+def goal_of(row: str) -> float:
+    """The goal of a results row (`"Hopper-v5 16 sync"`): its size's against Sync, 1.3x end to end, else 1x."""
+    _, num_envs, other = row.split()
+    return {"sync": GOALS.get(int(num_envs), 1.0), "ppo": E2E_GOAL}.get(other, 1.0)
 
 
 def stepper(env, num_envs: int, env_steps: int) -> Callable[[], float]:
@@ -85,6 +96,36 @@ def measure(task: str, num_envs: int, pairs: int, env_steps: int, with_async: bo
             env.close()
 
 
+def training(task: str, num_envs: int, iterations: int, vectorization: str) -> Callable[[], float]:
+    """A side of the end-to-end comparison: an RSL-RL PPO training on `task`; returns its training seconds (env
+    steps over rlrun's steps/s, without the call's setup)."""
+
+    def run() -> float:
+        with tempfile.TemporaryDirectory() as root:
+            result = rlrun.train(
+                rlrun.TrainRequest(
+                    task=task,
+                    library="rsl_rl",
+                    num_envs=num_envs,
+                    max_iterations=iterations,
+                    seed=0,
+                    vectorization=vectorization,
+                    log_root=root,
+                )
+            )
+        return result.env_steps / result.steps_per_s
+
+    return run
+
+
+def end_to_end(task: str, num_envs: int, iterations: int, pairs: int) -> Summary:
+    """EnvPool against SyncVectorEnv in whole PPO trainings (RSL-RL): the ratio of their training times."""
+    sync, pool = training(task, num_envs, iterations, "sync"), training(task, num_envs, iterations, "envpool")
+    sync(), pool()  # warm-up: imports, file cache
+    print(f"{task}, {num_envs} envs: RSL-RL PPO, {iterations} iterations, sync / envpool training time", flush=True)
+    return alternate(pairs, sync, pool, names=("sync", "envpool"), goal=E2E_GOAL, unit="x", digits=2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=5)
@@ -92,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="*", default=list(TASKS))
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--no_async", action="store_true", help="leave AsyncVectorEnv out (one process per env)")
+    parser.add_argument("--e2e", type=int, default=0, metavar="ITERATIONS", help="also time RSL-RL PPO trainings")
     records.add_argument(parser)
     args = parser.parse_args(argv)
     record = records.Record.start(__file__, argv)
@@ -102,9 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         for num_envs in args.sizes:
             for other, summary in measure(task, num_envs, args.pairs, args.env_steps, not args.no_async).items():
                 results[f"{task} {num_envs} {other}"] = summary
-    goal_rows = tuple(row for row in results if row.endswith(" sync") and int(row.split()[1]) in GOALS)
-    for goal in sorted(set(GOALS.values())):
-        rows = tuple(row for row in goal_rows if GOALS[int(row.split()[1])] == goal)
+    if args.e2e:
+        for task in args.tasks:
+            results[f"{task} {E2E_ENVS} ppo"] = end_to_end(task, E2E_ENVS, args.e2e, args.pairs)
+    goals = {row: goal_of(row) for row in results if goal_of(row) > 1.0}
+    goal_rows = tuple(goals)
+    for goal in sorted(set(goals.values())):
+        rows = tuple(row for row in goal_rows if goals[row] == goal)
         if rows:
             print_table({row: results[row] for row in rows}, rows, goal, "x", digits=2)
     context = {row: result for row, result in results.items() if row not in goal_rows}
@@ -116,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         for row, result in results.items():
             task, num_envs, other = row.split()
             label = f"EnvPool / {other.capitalize()}VectorEnv env-only steps/s, {task}, {num_envs} envs"
+            if other == "ppo":
+                label = f"EnvPool / SyncVectorEnv RSL-RL PPO training steps/s, {task}, {num_envs} envs"
             if isinstance(result, Summary):
                 record.add_summary(label, result, unit="x", digits=2)
         record.save(args.save)

@@ -161,3 +161,12 @@ def test_close_stops_the_pools_native_threads():
     env.step(np.zeros((4, 3), dtype=np.float32))
     env.close()
     assert native_threads() == before
+
+
+def test_rows_come_back_in_env_order_whatever_order_envpool_returns():
+    from rlrun.envs.envpool import _by_env_id
+
+    obs, reward = np.array([[2.0], [0.0], [1.0]]), np.array([20.0, 0.0, 10.0])
+    ordered_obs, ordered_reward = _by_env_id(np.array([2, 0, 1]), obs, reward)
+    assert ordered_obs.tolist() == [[0.0], [1.0], [2.0]] and ordered_reward.tolist() == [0.0, 10.0, 20.0]
+    assert _by_env_id(np.arange(3), obs)[0] is obs

@@ -83,6 +83,14 @@ def refused_kwarg(task: str, env_kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _by_env_id(env_ids: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """`arrays` (rows in the order EnvPool returned its envs, `env_ids`) in env order: row i is env i."""
+    if np.array_equal(env_ids, np.arange(len(env_ids))):
+        return arrays
+    order = np.argsort(env_ids)
+    return tuple(array[order] for array in arrays)
+
+
 def _plain(value: Any) -> Any:
     """`value` with arrays and tuples as lists, as a configuration holds them once overrides were merged."""
     if isinstance(value, np.ndarray):
@@ -179,8 +187,8 @@ class EnvPoolTorchVectorEnv(VectorEnv):
             self._pool = envpool.make_gymnasium(self._task, num_envs=self.num_envs, seed=seeds, **self._kwargs)
         import torch
 
-        obs, _ = self._pool.reset()
-        return self._tensor(obs, torch.float32), {}
+        obs, info = self._pool.reset()
+        return self._tensor(_by_env_id(info["env_id"], obs)[0], torch.float32), {}
 
     def step(
         self, actions: torch.Tensor | np.ndarray
@@ -193,7 +201,8 @@ class EnvPoolTorchVectorEnv(VectorEnv):
         if isinstance(actions, torch.Tensor):
             actions = actions.detach().cpu().numpy()
         actions = np.asarray(actions, dtype=np.float64).reshape(self.action_space.shape)
-        obs, reward, terminated, truncated, _ = self._pool.step(np.clip(actions, *self._bounds))
+        obs, reward, terminated, truncated, info = self._pool.step(np.clip(actions, *self._bounds))
+        obs, reward, terminated, truncated = _by_env_id(info["env_id"], obs, reward, terminated, truncated)
         ended = np.logical_or(terminated, truncated)
         final_obs = self._tensor(obs, torch.float32)
         if ended.any():
