@@ -23,7 +23,13 @@ def train(tmp_path: Path, case: str) -> rlrun.TrainResult:
     return rlrun.train(request, check_leaks=True)
 
 
-@pytest.mark.parametrize("case", list(CONTRACT_CASES))
+SLOW = {"skrl_jax"}
+"""Cases over ~20 s here (JAX compiles its functions first)."""
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(case, marks=[pytest.mark.slow] * (case in SLOW)) for case in CONTRACT_CASES]
+)
 def test_each_library_trains_and_plays_on_envpool(tmp_path, case):
     spec, _ = CONTRACT_CASES[case]
     result = train(tmp_path, case)
