@@ -31,6 +31,13 @@ ATOL = RTOL = 1e-5
 `EQUAL_STEPS` stays below 1e-8. A wrong model, frame skip, reward weight or reset state is off by far more."""
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """Gymnasium's HalfCheetah-v5 model makes MuJoCo warn, and MuJoCo writes its warnings to MUJOCO_LOG.TXT in the
+    working directory: here, the test's own folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 def native_threads() -> set[str]:
     return set(os.listdir("/proc/self/task"))
 
