@@ -290,6 +290,19 @@ def another_call_running(space: Workspace) -> Iterator[None]:
         thread.join(60)
 
 
+@contextlib.contextmanager
+def without_envpool(space: Workspace) -> Iterator[None]:
+    """Around a row: EnvPool looks uninstalled (what `--vectorization envpool` looks for)."""
+    from rlrun.envs import envpool
+
+    installed = envpool.envpool_installed
+    envpool.envpool_installed = lambda: False
+    try:
+        yield
+    finally:
+        envpool.envpool_installed = installed
+
+
 def tampered(name: str, text: str) -> Callable[[Workspace], contextlib.AbstractContextManager[None]]:
     """Around a row: the file `name` of the tiny RSL-RL run (`params/agent.yaml`, `run.json`, ...) holds `text`."""
 
@@ -682,6 +695,18 @@ ROWS = [
     cli("zero env. without key", *agent("zero", "env.=1")),
     cli("zero agent override", *agent("zero", "agent.x=1")),
     cli("zero --vectorization unknown", *agent("zero", "--vectorization", "threads")),
+    cli("zero --vectorization envpool native task", *agent("zero", "--vectorization", "envpool")),
+    cli("zero --vectorization envpool uncovered id", *agent("zero", "--vectorization", "envpool", task="Hopper-v4")),
+    cli(
+        "zero --vectorization envpool env key it lacks",
+        *agent("zero", "--vectorization", "envpool", "env.healthy_z_range=[0.5,2.0]", task="Hopper-v5"),
+    ),
+    cli(
+        "zero --vectorization envpool not installed",
+        *agent("zero", "--vectorization", "envpool", task="Hopper-v5"),
+        around=without_envpool,
+    ),
+    cli("train --vectorization envpool uncovered id", *tiny("--vectorization", "envpool")),
     cli("zero --video MuJoCo without MUJOCO_GL", *agent("zero", "--video", task="HalfCheetah-v5")),
     cli(
         "zero --task missing dependency",

@@ -35,9 +35,17 @@ def global_rng_states() -> tuple:
     return random.getstate(), (kind, key.tobytes(), pos, has_gauss, gauss), torch.get_rng_state().numpy().tobytes()
 
 
-def rollout(task: str, num_envs: int, steps: int, seed: int, max_episode_steps: int, numpy_actions: bool = False):
+def rollout(
+    task: str,
+    num_envs: int,
+    steps: int,
+    seed: int,
+    max_episode_steps: int,
+    numpy_actions: bool = False,
+    vectorization: str = "sync",
+):
     """Reset with `seed`, step with seeded random actions; return every tensor the env returned."""
-    env = make_env(task, num_envs, env_kwargs={"max_episode_steps": max_episode_steps})
+    env = make_env(task, num_envs, vectorization=vectorization, env_kwargs={"max_episode_steps": max_episode_steps})
     generator = torch.Generator().manual_seed(1)
     out = list(env.reset(seed=seed)[:1])
     for _ in range(steps):
@@ -53,10 +61,12 @@ def in_bounds(obs: torch.Tensor, space: gymnasium.spaces.Box) -> bool:
     return bool(((obs >= low) & (obs <= high)).all())
 
 
-def check_contract(task: str, num_envs: int = 16, max_episode_steps: int = 6, steps: int = 30) -> None:
+def check_contract(
+    task: str, num_envs: int = 16, max_episode_steps: int = 6, steps: int = 30, vectorization: str = "sync"
+) -> None:
     """Build `task` with `make_env`, step it with random actions and check every clause of the contract."""
     rngs = global_rng_states()
-    env = make_env(task, num_envs, env_kwargs={"max_episode_steps": max_episode_steps})
+    env = make_env(task, num_envs, vectorization=vectorization, env_kwargs={"max_episode_steps": max_episode_steps})
     assert isinstance(env, gymnasium.vector.VectorEnv)
     assert env.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     assert env.num_envs == num_envs and env.device == torch.device("cpu")
@@ -102,8 +112,10 @@ def check_contract(task: str, num_envs: int = 16, max_episode_steps: int = 6, st
     assert global_rng_states() == rngs
 
     # Seeding reproduces, bit for bit; another seed starts elsewhere; NumPy actions act as tensors do.
-    first = rollout(task, 4, 12, seed=7, max_episode_steps=max_episode_steps)
-    again = rollout(task, 4, 12, seed=7, max_episode_steps=max_episode_steps, numpy_actions=True)
-    other = rollout(task, 4, 12, seed=8, max_episode_steps=max_episode_steps)
+    first = rollout(task, 4, 12, seed=7, max_episode_steps=max_episode_steps, vectorization=vectorization)
+    again = rollout(
+        task, 4, 12, seed=7, max_episode_steps=max_episode_steps, numpy_actions=True, vectorization=vectorization
+    )
+    other = rollout(task, 4, 12, seed=8, max_episode_steps=max_episode_steps, vectorization=vectorization)
     assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
     assert not torch.equal(first[0], other[0])

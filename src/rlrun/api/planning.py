@@ -30,6 +30,7 @@ from rlrun.api.checks import (
     pick_threads,
     resolve_device,
     resolve_seed,
+    resolve_vectorization,
 )
 from rlrun.api.imports import (
     EXPORT_IMPORTS,
@@ -115,7 +116,7 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     agent = ran(agent, num_envs=num_envs, max_iterations=max_iterations, seed=seed)
     library_config = configs.library_config(agent)
     return TrainPlan(
-        **_task_fields(target, request, environment, num_envs, seed),
+        **_task_fields(call, target, request, environment, num_envs, seed),
         **_library_fields(target, settled, agent, library_config, checkpoint_run, request.verbose),
         max_iterations=max_iterations,
         env_steps_per_iteration=steps_per_iteration(target, library_config, num_envs),
@@ -141,7 +142,7 @@ def plan_play(call: Call, request: PlayRequest) -> PlayPlan:
     agent, environment, _ = resolve_configs(target, settled.algorithm, checkpoint_run, request.overrides)
     num_envs = request.num_envs or min(request.num_episodes, 64)
     return PlayPlan(
-        **_task_fields(target, request, environment, num_envs, resolve_seed(request.seed, agent.get("seed"))),
+        **_task_fields(call, target, request, environment, num_envs, resolve_seed(request.seed, agent.get("seed"))),
         **_library_fields(target, settled, agent, configs.library_config(agent), checkpoint_run, request.verbose),
         checkpoint=checkpoint,
         num_episodes=request.num_episodes,
@@ -176,7 +177,7 @@ def plan_export(call: Call, request: ExportRequest) -> ExportPlan:
     agent, environment, _ = resolve_configs(target, settled.algorithm, checkpoint_run, request.overrides)
     return ExportPlan(
         **_task_fields(
-            target, request, environment, request.num_envs or 8, resolve_seed(request.seed, agent.get("seed"))
+            call, target, request, environment, request.num_envs or 8, resolve_seed(request.seed, agent.get("seed"))
         ),
         **_library_fields(target, settled, agent, configs.library_config(agent), checkpoint_run, request.verbose),
         checkpoint=checkpoint,
@@ -220,7 +221,7 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
         env_config=environment,
         num_envs=request.num_envs or 4,
         seed=resolve_seed(request.seed, None),
-        vectorization=request.vectorization,
+        vectorization=resolve_vectorization(call, task, request.vectorization, environment, request.video),
         video=request.video,
         video_length=request.video_length,
         threads=pick_threads(request.threads, request.num_envs or 4),
@@ -234,7 +235,7 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
 
 
 def _task_fields(
-    target: Target, request: TaskRequest, environment: dict[str, Any], num_envs: int, seed: int
+    call: Call, target: Target, request: TaskRequest, environment: dict[str, Any], num_envs: int, seed: int
 ) -> dict[str, Any]:
     return dict(
         task=target.task,
@@ -243,7 +244,7 @@ def _task_fields(
         env_config=environment,
         num_envs=num_envs,
         seed=seed,
-        vectorization=request.vectorization,
+        vectorization=resolve_vectorization(call, target.task, request.vectorization, environment, request.video),
         video=request.video,
         video_length=request.video_length,
         threads=pick_threads(request.threads, num_envs),

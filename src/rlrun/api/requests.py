@@ -26,7 +26,7 @@ from rlrun.errors import UnknownField, did_you_mean
 
 RequestType = TypeVar("RequestType", bound=type[Any])
 
-VECTORIZATION_MODES = ("sync", "async")
+VECTORIZATION_MODES = ("sync", "async", "envpool", "auto")
 EXPORT_FORMATS = {"onnx": "policy.onnx", "torchscript": "policy.pt"}
 """Export format -> the file it writes in `<run_dir>/exported/`."""
 
@@ -75,7 +75,9 @@ class TaskRequest:
     log_root: str = "logs"
     """Root of the run directories."""
     vectorization: str = field(default="sync", metadata={"choices": VECTORIZATION_MODES})
-    """How a Gymnasium (non-native) task runs its sub-envs: `sync` (one process) or `async`."""
+    """How a Gymnasium (non-native) task runs its sub-envs: `sync` (one process), `async` (one process each),
+    `envpool` (EnvPool's C++ threads; Gymnasium MuJoCo ids such as HalfCheetah-v5, Hopper-v5) or `auto` (EnvPool
+    where it runs the task, else sync; run.json records which)."""
     video: bool = False
     """Record mp4 clips of the first environment (see each command for where and when)."""
     video_length: int = 200

@@ -224,6 +224,7 @@ def _create_record(plan: TrainPlan) -> runs.RunRecord:
         "run_name": plan.run_name,
         "seed": plan.seed,
         "num_envs": plan.num_envs,
+        "vectorization": plan.vectorization,
         "max_iterations": plan.max_iterations,
         "device": plan.device,
         "argv": list(plan.argv) if plan.argv is not None else None,

@@ -40,8 +40,10 @@ from rlrun.errors import InvalidArgument, MissingDependency, UnknownTask, did_yo
 if TYPE_CHECKING:
     import torch
 
-VECTORIZATION_MODES = ("sync", "async")
-"""How `make_env` runs the sub-envs of a Gymnasium (non-native) task: in this process or one process each."""
+VECTORIZATION_MODES = ("sync", "async", "envpool", "auto")
+"""How `make_env` runs the sub-envs of a Gymnasium (non-native) task: in this process, one process each, in
+EnvPool's C++ thread pool (the ids of `rlrun.envs.envpool.ENVPOOL_TASKS`), or `auto`: EnvPool where it can run the
+task (`envpool_usable`), else sync."""
 
 _SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
 """Constructor parameters that `env_config` leaves out: rlrun passes them itself."""
@@ -145,7 +147,8 @@ def make_env(
 
     Native tasks are built by their own batched class (`vectorization` does not apply to them). Any
     other registered Gymnasium id is vectorized by Gymnasium (`vectorization` "sync" or "async") and
-    wrapped in `GymnasiumTorchVectorEnv`. `env_kwargs` go to the env's constructor and may include
+    wrapped in `GymnasiumTorchVectorEnv`, or run by EnvPool ("envpool", `EnvPoolTorchVectorEnv`; "auto":
+    EnvPool where it can, else sync). `env_kwargs` go to the env's constructor and may include
     `max_episode_steps`. With `render_mode="rgb_array"`, `render()` returns one image per sub-env.
     """
     spec = _find_spec(task)
@@ -156,6 +159,16 @@ def make_env(
     env_kwargs = dict(env_kwargs or {})
     if render_mode is not None:
         env_kwargs["render_mode"] = render_mode
+    if vectorization in ("envpool", "auto"):
+        from rlrun.envs.envpool import check_envpool, envpool_usable
+
+        if vectorization == "envpool":
+            check_envpool(spec.id, env_kwargs, video=render_mode is not None)
+        if envpool_usable(spec.id, env_kwargs, video=render_mode is not None):
+            from rlrun.envs.envpool import EnvPoolTorchVectorEnv  # imports torch
+
+            return EnvPoolTorchVectorEnv(spec.id, num_envs, device=device, env_kwargs=env_kwargs)
+        vectorization = "sync"
     if spec.id in NATIVE_TASKS:
         return gymnasium.make_vec(
             spec.id, num_envs, vectorization_mode="vector_entry_point", device=device, **env_kwargs
@@ -181,7 +194,7 @@ def env_config(task: str) -> dict[str, Any]:
     """Return the keyword arguments `task` accepts in `make_env(env_kwargs=...)`, with their defaults.
 
     That is `max_episode_steps` from the spec, the env constructor's keyword parameters with defaults
-    (less `num_envs`, `device` and `render_mode`, which rlrun sets itself) and the spec's kwargs.
+    (less `num_envs`, `device` and `render_mode`, which rlrun sets itself) and the spec's kwargs; arrays as lists.
     """
     spec = _find_spec(task)
     creator = spec.vector_entry_point if spec.id in NATIVE_TASKS else spec.entry_point
@@ -195,7 +208,17 @@ def env_config(task: str) -> dict[str, Any]:
                 config[name] = parameter.default
     config.update(spec.kwargs)
     config["max_episode_steps"] = spec.max_episode_steps
-    return config
+    return {key: _listed(value) for key, value in config.items()}
+
+
+def _listed(value: Any) -> Any:
+    """`value` with NumPy arrays as lists, all the way down: a configuration is data that YAML writes (MuJoCo v5
+    envs default `default_camera_config["lookat"]` to an array, and take a list as well)."""
+    if hasattr(value, "tolist") and hasattr(value, "shape"):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {key: _listed(item) for key, item in value.items()}
+    return value
 
 
 def _register_with_gymnasium(task: NativeTask) -> None:
