@@ -128,14 +128,19 @@ def seeds_warning(runs: Sequence[RunSummary]) -> str | None:
     if not few:
         return None
     counts = ", ".join(f"{cell_text(r.run)} {len(r.seeds)}" for r in few)
-    text = (
-        f"**Warning: fewer than {FEW_SEEDS} seeds** ({counts}). With 2 or 3 seeds the IQM trims nothing and is the "
-        'plain mean of the seeds, and the "95% CI" is the [min, max] of the seeds (a bootstrap of 2 or 3 values '
-        "draws all-min and all-max resamples more often than 2.5% of the time), not a confidence interval; with 4 "
-        "seeds the IQM is the mean of the middle two and the interval comes from only 35 distinct resamples; "
-        f"with 1 seed there is no interval. Run {FEW_SEEDS} or more seeds (--seeds 0-{FEW_SEEDS - 1}) before "
-        "reading the intervals as uncertainty."
-    )
+    sizes = {len(r.seeds) for r in few}
+    text = f"**Warning: fewer than {FEW_SEEDS} seeds** ({counts})."
+    if sizes & {2, 3}:
+        text += (
+            ' With 2 or 3 seeds the IQM trims nothing and is the plain mean of the seeds, and the "95% CI" is the '
+            "[min, max] of the seeds (a bootstrap of 2 or 3 values draws all-min and all-max resamples more often "
+            "than 2.5% of the time), not a confidence interval."
+        )
+    if 4 in sizes:
+        text += " With 4 seeds the IQM is the mean of the middle two and the interval comes from 35 distinct resamples."
+    if 1 in sizes:
+        text += " With 1 seed there is no interval: the value is that seed's."
+    text += f" Run {FEW_SEEDS} or more seeds (--seeds 0-{FEW_SEEDS - 1}) before reading the intervals as uncertainty."
     return text
 
 
@@ -177,14 +182,10 @@ def profile_text(profile: Profile) -> str:
     scale = (
         "human-normalised (0 = random, 1 = human)" if profile.human else "normalised: 0 = random play, 1 = reference"
     )
-    rows = [
-        f"{safe.markdown(task)} {ref.random:g} / {ref.reference:g} ({safe.markdown(ref.kind)}: "
-        f"{safe.markdown(ref.source)})"
-        for task, ref in refs.items()
-    ]
-    text = f"Scores are {scale}, per task random / reference: " + "; ".join(rows) + "."
-    sources = dict.fromkeys(safe.markdown(ref.random_source) for ref in refs.values())
-    text += " Random scores: " + " ".join(sources)
+    rows = [f"{safe.markdown(task)} {ref.random:g} / {ref.reference:g} ({ref.kind})" for task, ref in refs.items()]
+    text = f"Scores are {scale}; per task, random / reference: " + "; ".join(rows) + "."
+    sources = dict.fromkeys(safe.markdown(s) for ref in refs.values() for s in (ref.source, ref.random_source))
+    text += " Sources: " + " ".join(sources)
     if profile.field_tasks:
         text += (
             " Without a reference in rlrun's table, field-relative (the bench's min = 0, max = 1): "
