@@ -985,10 +985,13 @@ ROWS = [
         lambda w: build(rlrun.BenchRequest, tasks=(PENDULUM,), runs=("rsl_rl",), bogus=1),
         UnknownField,
     ),
+    api(  # tasks may be left out for a suite: the bench refuses it, before anything exists
+        "bench without tasks or suite",
+        lambda w: rlrun.bench(rlrun.BenchRequest(runs=("rsl_rl",), iterations=1, out=str(w.tmp / "bench"))),
+    ),
     api(
-        "BenchRequest without tasks",
-        lambda w: build(rlrun.BenchRequest, runs=("rsl_rl",)),
-        UnknownField,
+        "bench suite mistyped",
+        lambda w: rlrun.bench(rlrun.BenchRequest(suite="atari5", runs=("sb3",), out=str(w.tmp / "bench"))),
     ),
     api(
         "BenchRun unknown field",
