@@ -94,6 +94,7 @@ SPECS = {  # bench spec files written into every workspace
     "spec_tag.yaml": "tasks: !!python/object/apply:os.system ['touch marker']\nruns: [rsl_rl]\n",
     "spec_not_utf8.yaml": b"tasks: [caf\xe9]\n",
     # a spec that reaches beyond its folder ({tmp}) or this machine
+    "spec_suite_typo.yaml": "suite: clasic\nruns: [sb3]\n",
     "spec_out_outside.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nout: ../bench_elsewhere\n",
     "spec_log_root_outside.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nlog_root: /tmp/../elsewhere\n",
     "spec_address.yaml": f"tasks: [{PENDULUM}]\nruns: [rsl_rl]\niterations: 1\nexecutor: ray\naddress: ray://10.0.0.1:10001\n",
@@ -783,6 +784,7 @@ ROWS = [
     cli("bench spec log_root outside its folder", "bench", "{tmp}/spec_log_root_outside.yaml", "--out", "{tmp}/bench"),
     cli("bench spec Ray address", "bench", "{tmp}/spec_address.yaml", "--out", "{tmp}/bench"),
     cli("bench spec module task", "bench", "{tmp}/spec_module_task.yaml", "--out", "{tmp}/bench"),
+    cli("bench spec suite mistyped", "bench", "{tmp}/spec_suite_typo.yaml", "--out", "{tmp}/bench"),
     cli("bench no budget", *bench(budget=())),
     cli("bench two budgets", *bench("--env_steps", "100")),
     cli("bench --env_steps zero", *bench(budget=("--env_steps", "0"))),
@@ -797,6 +799,19 @@ ROWS = [
     cli("bench --seeds empty", *bench("--seeds", "")),
     cli("bench --seeds too many", *bench("--seeds", "0-999999")),
     cli("bench --seeds huge", *bench("--seeds", str(2**32))),
+    cli("bench --suite mistyped", "bench", "--suite", "mujcoo", "--libraries", "sb3", "--out", "{tmp}/bench"),
+    cli("bench --suite and --tasks", *bench("--suite", "classic", budget=())),
+    cli(
+        "bench --suite atari-5 without ale_py",
+        "bench",
+        "--suite",
+        "atari-5",
+        "--libraries",
+        "sb3",
+        "--out",
+        "{tmp}/bench",
+        marks=(pytest.mark.skipif(importlib.util.find_spec("ale_py") is not None, reason="ale_py is installed"),),
+    ),
     cli(
         "bench empty product",
         "bench",
@@ -995,10 +1010,13 @@ ROWS = [
         lambda w: build(rlrun.BenchRequest, tasks=(PENDULUM,), runs=("rsl_rl",), bogus=1),
         UnknownField,
     ),
+    api(  # tasks may be left out for a suite: the bench refuses it, before anything exists
+        "bench without tasks or suite",
+        lambda w: rlrun.bench(rlrun.BenchRequest(runs=("rsl_rl",), iterations=1, out=str(w.tmp / "bench"))),
+    ),
     api(
-        "BenchRequest without tasks",
-        lambda w: build(rlrun.BenchRequest, runs=("rsl_rl",)),
-        UnknownField,
+        "bench suite mistyped",
+        lambda w: rlrun.bench(rlrun.BenchRequest(suite="atari5", runs=("sb3",), out=str(w.tmp / "bench"))),
     ),
     api(
         "BenchRun unknown field",

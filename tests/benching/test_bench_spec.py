@@ -95,6 +95,10 @@ def test_the_key_depends_on_everything_that_decides_the_outcome_and_nothing_else
         ({"overrides": ("agent.no_such_key=1",)}, "no_such_key"),
         ({"runs": ("rsl_rl",)}, "no cell to run"),
         ({"runs": (BenchRun("sb3", overrides=("agent.learning_rate=0.001",)),)}, "no variant name"),
+        ({"tasks": (), "suite": "mujcoo"}, "suite 'mujcoo' is unknown. Did you mean 'mujoco'?"),
+        ({"tasks": (), "suite": 5}, "suite '5' is unknown"),
+        ({"suite": "classic"}, "give --suite or --tasks, not both"),
+        ({"tasks": (), "iterations": None}, "--tasks is empty"),
     ],
 )
 def test_a_bad_bench_is_one_user_error_before_anything_exists(tmp_path, fields, fragment):
@@ -148,3 +152,59 @@ def test_the_command_line_refuses_a_bad_bench_with_one_line_and_no_folder(tmp_pa
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "exactly one budget" in err
     assert not out.exists()
+
+
+def _iteration_sizes(planned) -> dict[tuple[str, str], int]:
+    sizes = {}
+    with hermetic_call() as call:
+        for cell in planned.cells:
+            trained = plan_train(call, cell.request)
+            sizes[cell.request.task, cell.run] = trained.env_steps_per_iteration
+    return sizes
+
+
+@pytest.mark.filterwarnings("ignore:RL Zoo's ppo entry")  # RL Zoo entries rlrun refuses, with a note
+def test_a_suite_fills_the_tasks_and_each_tasks_env_step_budget(tmp_path):
+    from rlrun.benching.suites import installed
+    from rlrun.reports.references import suite
+
+    planned = plan(tmp_path, tasks=(), suite="classic", runs=("sb3",), iterations=None)
+    budgets = {t.task: t.env_steps for t in suite("classic").tasks if not t.optional or installed(t.module)}
+    assert [cell.request.task for cell in planned.cells] == list(budgets)
+    assert list(budgets)[:4] == ["CartPole-v1", "Pendulum-v1", "Acrobot-v1", "MountainCarContinuous-v0"]
+    sizes = _iteration_sizes(planned)
+    for cell in planned.cells:
+        budget, size = budgets[cell.request.task], sizes[cell.request.task, cell.run]
+        assert cell.request.max_iterations == -(-budget // size), cell.request.task  # the fewest that cover it
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.filterwarnings("ignore:RL Zoo's ppo entry")  # RL Zoo entries rlrun refuses, with a note
+def test_a_budget_given_beside_a_suite_applies_to_every_task(tmp_path):
+    planned = plan(tmp_path, tasks=(), suite="classic", runs=("sb3",), iterations=2)
+    assert {cell.request.max_iterations for cell in planned.cells} == {2}
+
+
+def test_a_suite_whose_envs_are_not_installed_is_one_line_naming_the_install(tmp_path):
+    from rlrun.benching.suites import installed
+
+    if installed("ale_py"):
+        pytest.skip("ale_py is installed here: atari-5 can run")
+    with pytest.raises(InvalidArgument) as caught:
+        plan(tmp_path, tasks=(), suite="atari-5", iterations=None)
+    message = str(caught.value)
+    assert "\n" not in message and "suite 'atari-5' needs ale_py" in message
+    assert "pip install 'gymnasium[atari]'" in message and "ALE/BattleZone-v5" in message
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.filterwarnings("ignore:RL Zoo's ppo entry")  # RL Zoo entries rlrun refuses, with a note
+def test_a_spec_file_takes_a_suite(tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("suite: classic\nruns: [sb3]\nseeds: 0-1\n", encoding="utf-8")
+    request = load_spec(spec, out=str(tmp_path / "out"))
+    assert request.suite == "classic" and request.tasks == ()
+    with hermetic_call() as call:
+        planned = plan_bench(call, request)
+    assert {cell.request.task for cell in planned.cells} >= {"CartPole-v1", "Pendulum-v1"}
+    assert len(planned.cells) == 2 * len({cell.request.task for cell in planned.cells})

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from report_data import DATA, NO_CURVE, fixture_rows, write_metrics
+from report_data import CARTPOLE, CONFIG_SOURCES, DATA, NO_CURVE, fixture_rows, write_manifest, write_metrics
 
 
 @pytest.fixture
@@ -20,6 +20,8 @@ def bench_out(tmp_path) -> Path:
             continue
         if row["status"] == "completed":
             write_metrics(out / row["run_dir"], row["final_return"], row["steps_per_s"])
+            if row["task"] == CARTPOLE:  # what training writes as run.json's agent_config
+                write_manifest(out / row["run_dir"], CONFIG_SOURCES[row["run"]])
         elif row["status"] == "failed":  # a run killed after two iterations, its last row torn
             write_metrics(out / row["run_dir"], -1000.0, 1000.0, iterations=2)
             with (out / row["run_dir"] / "metrics.csv").open("a", encoding="utf-8") as handle:

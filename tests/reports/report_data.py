@@ -4,7 +4,8 @@ data/results.jsonl: 2 tasks (rlrun/CartPole-v1 with reward threshold 475, Pendul
 (sb3/ppo, skrl/ppo) x 3 seeds, plus a failed cell (Pendulum-v1 skrl/ppo seed 3), a skipped one
 (Pendulum-v1 sb3/dqn), an earlier failed row for `cp-sb3-0` that its rerun supersedes, and a torn last
 line. Each completed cell's curve rises linearly to its final return over 10 iterations of 2048 env
-steps; `cp-skrl-2` has no metrics.csv.
+steps; `cp-skrl-2` has no metrics.csv. The CartPole run dirs have a run.json naming their configuration's source
+(`CONFIG_SOURCES`); the Pendulum ones have none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,18 @@ DATA = Path(__file__).parent / "data"
 STEPS_PER_ITERATION = 2048
 ITERATIONS = 10
 NO_CURVE = "cp-skrl-2"
+CARTPOLE = "rlrun/CartPole-v1"
+CONFIG_SOURCES = {
+    "sb3/ppo": {"from": "rl_zoo3", "path": "/site-packages/rl_zoo3/hyperparams/ppo.yml", "entry": "CartPole-v1"},
+    "skrl/ppo": {"from": "rlrun", "path": "skrl/ppo/default.yaml"},
+}
+
+
+def write_manifest(run_dir: Path, agent_config: dict) -> None:
+    """A run.json with the keys training writes that the report reads."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    manifest = {"library": "sb3", "task": CARTPOLE, "agent_config": agent_config, "checkpoints": []}
+    run_dir.joinpath("run.json").write_text(json.dumps(manifest), encoding="utf-8")
 
 
 def write_metrics(run_dir: Path, final: float, steps_per_s: float, iterations: int = ITERATIONS) -> None:

@@ -101,14 +101,58 @@ def test_learning_curve_bands_of_the_fixture(bench_out):
     assert sb3.curve_steps is not None and sb3.curve_wall is not None
     assert (sb3.curve_steps.x[0], sb3.curve_steps.x[-1]) == (2048.0, 20480.0)
     assert sb3.curve_steps.iqm[0] == pytest.approx(48.0) and sb3.curve_steps.iqm[-1] == pytest.approx(480.0)
-    # wall time: from the slowest seed's first point (1000 steps/s) to the fastest seed's last (1200 steps/s)
-    assert sb3.curve_wall.x[0] == pytest.approx(2.048) and sb3.curve_wall.x[-1] == pytest.approx(20480 / 1200)
-    assert sb3.curve_steps.n == 3
+    # wall time: from the slowest seed's first point (1000 steps/s) to the slowest seed's last: the seeds that
+    # ended sooner hold their final return, so the curve ends at the IQM of the three final returns
+    assert sb3.curve_wall.x[0] == pytest.approx(2.048) and sb3.curve_wall.x[-1] == pytest.approx(20480 / 1000)
+    assert sb3.curve_wall.iqm[-1] == pytest.approx((480 + 500 + 460) / 3)
+    assert sb3.curve_steps.n == 3 and sb3.seed_points == ()
+
+
+def test_the_wall_time_band_holds_each_seeds_last_value_to_the_slowest_end():
+    """Three seeds that all end near -200, the fastest after 10 s, the slowest after 30 s: the band ends at their
+    final returns at 30 s, not at the fastest seed's end with the slow seeds still early in training."""
+    fast = ([1.0, 5.0, 10.0], [-1200.0, -600.0, -200.0])
+    middle = ([1.0, 10.0, 20.0], [-1200.0, -890.0, -210.0])
+    slow = ([1.0, 15.0, 30.0], [-1200.0, -890.0, -190.0])
+    cut = curve_band([fast, middle, slow], points=4, reps=200)
+    held = curve_band([fast, middle, slow], points=4, reps=200, hold=True)
+    assert cut is not None and held is not None
+    assert cut.x[-1] == 10.0 and cut.iqm[-1] < -500.0  # what the figure drew before: every seed cut at 10 s
+    assert held.x == pytest.approx((1.0, 1.0 + 29 / 3, 1.0 + 58 / 3, 30.0))
+    assert held.iqm[-1] == pytest.approx((-200.0 - 210.0 - 190.0) / 3)
+    assert held.low[-1] == pytest.approx(-210.0) and held.high[-1] == pytest.approx(-190.0)  # 3 seeds: [min, max]
+
+
+def test_one_point_per_seed_is_kept_as_points_not_a_band(tmp_path):
+    import json
+
+    rows = []
+    for seed in range(3):
+        run_dir = tmp_path / f"r{seed}"
+        run_dir.mkdir()
+        (run_dir / "metrics.csv").write_text(
+            "iteration,env_steps,wall_s,mean_return\n0,0,0.0,\n" + f"1,{1000 + seed},{2.0 + seed},{10.0 * seed}\n"
+        )
+        rows.append(
+            {
+                "key": f"k{seed}",
+                "task": "T",
+                "run": "sb3/ppo",
+                "seed": seed,
+                "status": "completed",
+                "final_return": 10.0 * seed,
+                "run_dir": str(run_dir),
+            }
+        )
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run,) = summarize(read_results(tmp_path / "results.jsonl").cells, reps=200, curve_reps=200)[0].runs
+    assert run.curve_steps is None and run.curve_wall is None
+    assert run.seed_points == ((1000.0, 2.0, 0.0), (1001.0, 3.0, 10.0), (1002.0, 4.0, 20.0))
 
 
 def test_performance_profile_by_hand(bench_out):
     cells = read_results(bench_out / "results.jsonl", curves=False).cells
-    profile = performance_profile(cells, reps=500)
+    profile = performance_profile(cells, reps=500, normalisation="field")
     assert profile is not None and profile.runs == ("sb3/ppo", "skrl/ppo") and profile.left_out == ()
     assert profile.tasks == (CP, PD) and profile.seeds == {"sb3/ppo": 3, "skrl/ppo": 3}
     assert profile.taus[50] == 0.5
@@ -123,3 +167,13 @@ def test_performance_profile_by_hand(bench_out):
         assert all(0.0 <= lo <= hi <= 1.0 for lo, hi in zip(profile.low[run], profile.high[run], strict=True))
     one_task = [c for c in cells if c.task == CP]
     assert performance_profile(one_task) is None
+
+
+def test_with_three_seeds_the_ci_is_min_max_and_the_iqm_the_mean():
+    """What the report's fewer-than-5-seeds warning says, checked on rliable's own bootstrap."""
+    for values in ([1.0, 5.0], [1.0, 2.0, 9.0]):
+        estimate = iqm_ci(values, reps=2000)
+        assert estimate.value == pytest.approx(sum(values) / len(values))
+        assert (estimate.low, estimate.high) == (min(values), max(values))
+    four = iqm_ci([1.0, 2.0, 3.0, 10.0], reps=2000)
+    assert four.value == pytest.approx(2.5)

@@ -72,3 +72,24 @@ def test_importing_the_reports_package_is_cheap():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_configuration_source_comes_from_the_row_else_run_json_read_as_bounded_data(tmp_path):
+    from rlrun.reports.results import config_text, read_config_source
+
+    run = tmp_path / "run"
+    run.mkdir()
+    assert read_config_source(run) is None and read_config_source(None) is None  # no run.json: unknown
+    (run / "run.json").write_text(json.dumps({"agent_config": {"from": "file", "path": "/home/me/cfg/my.yaml"}}))
+    assert read_config_source(run) == "file: me/cfg/my.yaml"
+    (run / "run.json").write_text("{not json")
+    assert read_config_source(run) is None
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"agent_config": {"from": "rlrun", "path": "x.yaml"}}))
+    (run / "run.json").unlink()
+    (run / "run.json").symlink_to(elsewhere)
+    assert read_config_source(run) is None, "a run.json that is a link out of its folder is not read"
+    assert config_text({"from": "rl_zoo3", "path": "/z/rl_zoo3/hyperparams/ppo.yml", "entry": "Pendulum-v1"}) == (
+        "rl_zoo3: rl_zoo3/hyperparams/ppo.yml [Pendulum-v1]"
+    )
+    assert config_text("rlrun: sb3/ppo/default.yaml") == "rlrun: sb3/ppo/default.yaml" and config_text(3) is None

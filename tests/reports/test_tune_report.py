@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import warnings
 
 import pytest
 
@@ -79,3 +80,29 @@ def test_a_study_without_completed_trials_says_why_plots_are_missing(tmp_path):
     text = write_report(tmp_path, empty, "sqlite:///study.db").read_text(encoding="utf-8")
     assert "no best trial" in text and "needs 1 or more completed trials" in text
     assert not (tmp_path / "plots" / "history.png").exists()
+
+
+@pytest.mark.parametrize("direction", ["maximize", "minimize"])
+def test_every_parallel_coordinate_line_is_visibly_coloured(direction):
+    """Optuna's "Blues" map draws the worst trial near-white on white; the floored map keeps every line readable."""
+    from matplotlib.collections import LineCollection
+
+    from rlrun.reports.tune import _parallel
+
+    with _quiet():
+        made = optuna.create_study(direction=direction, sampler=optuna.samplers.RandomSampler(seed=0))
+    space = {"agent.learning_rate": optuna.distributions.FloatDistribution(1e-5, 1e-2, log=True)}
+    for number in range(8):
+        trial = made.ask(space)
+        made.tell(trial, float(number))
+    with matplotlib.rc_context(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Optuna's ExperimentalWarning for its matplotlib plots
+        axes = _parallel(made)
+        try:
+            (lines,) = [c for c in axes.collections if isinstance(c, LineCollection) and c.get_array() is not None]
+            colours = lines.to_rgba(lines.get_array())
+            lightest = max(sum(rgba[:3]) / 3 for rgba in colours)
+            assert lightest < 0.76, f"a trial line is near-white (mean RGB {lightest:.2f})"
+            assert min(lines.get_linewidths()) >= 1.5
+        finally:
+            plt.close(axes.figure)

@@ -16,6 +16,7 @@ from rlrun.api.planning import import_core, plan_train
 from rlrun.api.requests import TrainRequest
 from rlrun.benching.cell import Cell, cell_key
 from rlrun.benching.request import BenchRequest, BenchRun
+from rlrun.benching.suites import plan_suite
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import Call
 from rlrun.sweep import MAX_CELLS, check_executor, out_folders, parse_seeds, training_request
@@ -43,7 +44,7 @@ class BenchPlan:
 
 def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
     """Check the whole bench and resolve every cell (changes nothing, makes no folder)."""
-    tasks, bench_runs, labels, seeds, (budget, amount) = _check_values(request)
+    tasks, bench_runs, labels, seeds, budgets = _check_values(request)
     out, log_root, name = out_folders(request.out, request.log_root, request.name, "bench", "bench")
     import_core(call, video=False)
     cells: list[Cell] = []
@@ -51,6 +52,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
     for task in tasks:
         space = _action_space(call, task)
         threshold = _reward_threshold(call, task)
+        budget, amount = budgets[task]
         for run, given in zip(bench_runs, labels, strict=True):
             for seed in seeds:
                 train = training_request(
@@ -91,14 +93,25 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
 
 def _check_values(
     request: BenchRequest,
-) -> tuple[list[str], list[BenchRun], list[str], tuple[int, ...], tuple[str, float]]:
-    """The request's own values: its tasks, runs (each label once), seeds, the bounds and choices its fields
-    state, exactly one budget, the executor, the product's size."""
+) -> tuple[list[str], list[BenchRun], list[str], tuple[int, ...], dict[str, tuple[str, float]]]:
+    """The request's own values: its tasks (given, or a suite's), runs (each label once), seeds, the bounds and
+    choices its fields state, one budget per task (exactly one given, or a suite's per task), the executor, the
+    product's size."""
     if not isinstance(request, BenchRequest):
         raise InvalidArgument(
             f"rlrun.bench takes a BenchRequest, not {type(request).__name__}; build it with rlrun.BenchRequest(...)."
         )
-    tasks = _names(request.tasks, "--tasks", "a task id such as rlrun/CartPole-v1")
+    suite_budgets: dict[str, int] = {}
+    if request.suite is not None:
+        if request.tasks:
+            raise InvalidArgument(
+                f"give --suite or --tasks, not both: --suite {str(request.suite)[:40]} names its own tasks "
+                "(drop --tasks, or drop --suite and list the tasks)."
+            )
+        suite_budgets = plan_suite(request.suite).budgets
+        tasks = list(suite_budgets)
+    else:
+        tasks = _names(request.tasks, "--tasks", "a task id such as rlrun/CartPole-v1, or give --suite")
     bench_runs = [BenchRun.parse(run) if isinstance(run, str) else run for run in _names(request.runs, "--libraries")]
     labels = [_label(run) for run in bench_runs]
     duplicated = sorted({label for label in labels if labels.count(label) > 1})
@@ -107,17 +120,25 @@ def _check_values(
     seeds = parse_seeds(request.seeds)
     given = {name: getattr(request, name) for name in ("env_steps", "iterations", "seconds")}
     given = {name: value for name, value in given.items() if value is not None}
-    if len(given) != 1:
+    if len(given) != 1 and not (suite_budgets and not given):
         raise InvalidArgument(
             "a bench needs exactly one budget per cell: --env_steps N, --iterations N or --seconds S"
-            + (f" (got {', '.join(given)})." if given else ".")
+            + (f" (got {', '.join(given)})." if given else " (or --suite, which has a budget per task).")
         )
     check_fields(request)
     check_executor(request.executor, request.address)
     if len(tasks) * len(bench_runs) * len(seeds) > MAX_CELLS:
         raise InvalidArgument(f"the bench has more than {MAX_CELLS:,} cells; split it.")
-    ((budget, amount),) = given.items()
-    return tasks, bench_runs, labels, seeds, (budget, amount)
+    if given:
+        ((budget, amount),) = given.items()
+        return tasks, bench_runs, labels, seeds, dict.fromkeys(tasks, (budget, amount))
+    return (
+        tasks,
+        bench_runs,
+        labels,
+        seeds,
+        {task: ("env_steps", float(steps)) for task, steps in suite_budgets.items()},
+    )
 
 
 def _cell(

@@ -49,8 +49,13 @@ class BenchRun:
 class BenchRequest:
     """A bench: the product of tasks x runs x seeds, trained with one budget, run on one executor."""
 
-    tasks: tuple[str, ...]
-    """Task ids, native or Gymnasium (comma-separated on the command line)."""
+    tasks: tuple[str, ...] = ()
+    """Task ids, native or Gymnasium (comma-separated on the command line); or name a `suite` instead."""
+    suite: str | None = None
+    """A named task list with an env-step budget per task, from rlrun's reference table: `classic` (CartPole-v1,
+    Pendulum-v1, Acrobot-v1, MountainCarContinuous-v0, and LunarLander-v3 when Box2D is installed), `mujoco`
+    (HalfCheetah, Hopper, Walker2d, Ant, Humanoid -v5) or `atari-5` (Aitchison et al. 2023). It fills the tasks
+    and, when no budget is given, each task's budget; a budget given applies to every task instead."""
     runs: tuple[BenchRun | str, ...] = field(default=(), metadata={"flag": "--libraries", "aliases": ("--runs",)})
     """Runs to compare: `BenchRun`s, or `library[:algorithm[:framework]]` strings (comma-separated on the command
     line: rsl_rl,sb3:sac,skrl:ppo:jax)."""

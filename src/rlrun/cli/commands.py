@@ -54,9 +54,9 @@ def bench(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
         if "tasks" not in given:
             _name_modules(request.tasks, args.spec)
     else:
-        if "tasks" not in given or "runs" not in given:
+        if ("tasks" not in given and "suite" not in given) or "runs" not in given:
             raise InvalidArgument(
-                "rlrun bench needs a spec file or --tasks and --libraries (see 'rlrun bench --help')."
+                "rlrun bench needs a spec file or --tasks (or --suite) and --libraries (see 'rlrun bench --help')."
             )
         request = BenchRequest(**{key: value for key, value in given.items() if value is not None})
 
@@ -64,6 +64,11 @@ def bench(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
         return progress.BenchBoard(cells, sys.stderr)
 
     result = bench_in_call(call, request, None if args.json else board)
+    if request.suite is not None:
+        from rlrun.benching.suites import plan_suite
+
+        for note in plan_suite(request.suite).notes():  # checked by the bench's planning already
+            print(f"rlrun: {note}", file=sys.stderr)
     if args.json:
         for row in result.rows:
             print(json.dumps(row, sort_keys=True))

@@ -24,6 +24,7 @@ BENCH_EXAMPLES = """\
 examples:
   rlrun bench --tasks rlrun/CartPole-v1,rlrun/Pendulum-v1 --libraries rsl_rl,skrl,sb3,rl_games --seeds 0-4 \\
       --env_steps 200000 --out bench/classic
+  rlrun bench --suite mujoco --libraries sb3:sac,skrl:sac --seeds 0-4 --out bench/mujoco   # tasks and budgets
   rlrun bench spec.yaml --executor process --workers 2
   rlrun report bench/classic
 """

@@ -5,7 +5,8 @@ the final training return and of the eval return, each with a 95% stratified-boo
 confidence interval over seeds (`rliable.library.get_interval_estimates`); the median steps/s; the median
 time and env steps to the task's reward threshold over the seeds that reached it; the failures. Learning
 curves are interpolated onto a common grid (env steps, and wall seconds) and aggregated the same way per
-grid point. Performance profiles (`rliable.library.create_performance_profile`) compare runs over tasks.
+grid point; against wall seconds, a seed that finished early holds its last value to the slowest seed's end.
+Performance profiles are `rlrun.reports.profile`.
 
 rliable draws its bootstrap indices from NumPy's global random state; every estimate here seeds it with
 `seed` and restores it after, so results are reproducible and the caller's global state is untouched.
@@ -30,7 +31,6 @@ CONFIDENCE = 0.95
 FINAL_REPS = 10_000
 CURVE_REPS = 2_000
 CURVE_POINTS = 100
-PROFILE_TAUS = 101
 
 
 @dataclass(frozen=True)
@@ -73,10 +73,23 @@ class RunSummary:
     curve_steps: CurveBand | None  # return against env steps
     curve_wall: CurveBand | None  # return against wall seconds
     curve_seeds: int  # completed seeds with a learning curve
+    env_steps: tuple[int, ...] = ()  # per completed seed that has it, in seed order
+    iterations: tuple[int, ...] = ()
+    configs: tuple[str, ...] = ()  # the distinct configuration sources of the completed seeds ("unknown": none)
+    seed_points: tuple[tuple[float, float, float], ...] = ()
+    """(env steps, wall seconds, return) of every seed when each seed's curve is one point: nothing to draw a
+    line or band through, so the figure shows these points."""
+    wall_ends: tuple[float, ...] = ()  # the wall seconds of each seed's last curve point, in seed order
 
     @property
     def failures(self) -> int:
         return len(self.failed)
+
+    @property
+    def steps_per_iteration(self) -> int | None:
+        """The largest env steps of one iteration over the seeds (env steps / iterations), None if unknown."""
+        sizes = [s / i for s, i in zip(self.env_steps, self.iterations, strict=False) if i]
+        return math.ceil(max(sizes)) if sizes and len(self.env_steps) == len(self.iterations) else None
 
 
 @dataclass(frozen=True)
@@ -86,22 +99,6 @@ class TaskSummary:
     task: str
     threshold: float | None
     runs: tuple[RunSummary, ...]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """Performance profiles: for each run, the fraction of (task, seed) scores above each tau, with CI bands.
-
-    Scores are final returns normalised per task to [0, 1] by the min and max over all runs and seeds."""
-
-    taus: tuple[float, ...]
-    runs: tuple[str, ...]
-    fraction: dict[str, tuple[float, ...]]
-    low: dict[str, tuple[float, ...]]
-    high: dict[str, tuple[float, ...]]
-    tasks: tuple[str, ...]
-    seeds: dict[str, int]  # seeds per run that every task has
-    left_out: tuple[str, ...]  # runs without a final return on some task
 
 
 @contextmanager
@@ -187,12 +184,15 @@ def curve_band(
     reps: int = CURVE_REPS,
     confidence: float = CONFIDENCE,
     seed: int = 0,
+    hold: bool = False,
 ) -> CurveBand | None:
     """IQM and stratified-bootstrap CI per point of a common grid, from one (x, y) curve per seed.
 
     Each seed's curve is linearly interpolated onto `points` evenly spaced x values over the range every
     seed covers (from the latest first point to the earliest last point), so nothing is extrapolated;
-    None when there is no curve or the ranges do not overlap. The bootstrap resamples seeds independently
+    None when there is no curve or the ranges do not overlap. With `hold`, the grid runs to the latest last
+    point instead, and a seed that ended earlier keeps its last value from its end on (a step: the return it
+    finished with), so no seed is cut at the fastest one's end. The bootstrap resamples seeds independently
     at each grid point (rliable's recipe for sample-efficiency curves)."""
     import numpy as np
 
@@ -200,11 +200,12 @@ def curve_band(
     if not cleaned:
         return None
     start = max(float(xs[0]) for xs, _ in cleaned)
-    stop = min(float(xs[-1]) for xs, _ in cleaned)
+    ends = [float(xs[-1]) for xs, _ in cleaned]
+    stop = max(ends) if hold else min(ends)
     if stop < start:
         return None
     grid = np.linspace(start, stop, points) if stop > start else np.asarray([start])
-    scores = np.stack([np.interp(grid, xs, ys) for xs, ys in cleaned])  # (seeds, grid)
+    scores = np.stack([np.interp(grid, xs, ys) for xs, ys in cleaned])  # (seeds, grid); past its end: its last y
     center = _iqm_columns(scores)
     if scores.shape[0] == 1:
         low = high = center
@@ -249,9 +250,16 @@ def summarize_run(
     threshold = thresholds[0] if thresholds else None
     reached = [c for c in done if c.time_to_threshold_s is not None or c.steps_to_threshold is not None]
     curves = [c.curve for c in done if c.curve is not None]
+    sparse = bool(curves) and all(len(c) == 1 for c in curves)
 
-    def band(pick: Callable[[Curve], Sequence[float]]) -> CurveBand | None:
-        return curve_band([(pick(c), c.mean_return) for c in curves], points=points, reps=curve_reps, seed=seed)
+    def band(pick: Callable[[Curve], Sequence[float]], hold: bool = False) -> CurveBand | None:
+        if sparse:
+            return None
+        pairs = [(pick(c), c.mean_return) for c in curves]
+        return curve_band(pairs, points=points, reps=curve_reps, seed=seed, hold=hold)
+
+    stated = [c.config for c in done]
+    configs = tuple(dict.fromkeys(c or "unknown" for c in stated)) if done else ()
 
     return RunSummary(
         task=task,
@@ -267,8 +275,13 @@ def summarize_run(
         failed=tuple(sorted((c for c in cells if c.status == "failed"), key=lambda c: c.seed)),
         skipped=tuple(sorted((c for c in cells if c.status == "skipped"), key=lambda c: c.seed)),
         curve_steps=band(lambda c: c.env_steps),
-        curve_wall=band(lambda c: c.wall_s),
+        curve_wall=band(lambda c: c.wall_s, hold=True),
         curve_seeds=len(curves),
+        env_steps=tuple(c.env_steps for c in done if c.env_steps is not None),
+        iterations=tuple(c.iterations for c in done if c.iterations is not None),
+        configs=configs,
+        seed_points=tuple((c.env_steps[0], c.wall_s[0], c.mean_return[0]) for c in curves) if sparse else (),
+        wall_ends=tuple(c.wall_s[-1] for c in curves),
     )
 
 
@@ -293,74 +306,3 @@ def summarize(
         threshold = next((r.threshold for r in summaries if r.threshold is not None), None)
         tasks.append(TaskSummary(task=task, threshold=threshold, runs=summaries))
     return tuple(tasks)
-
-
-def performance_profile(
-    cells: Sequence[CellResult], *, taus: int = PROFILE_TAUS, reps: int = CURVE_REPS, seed: int = 0
-) -> Profile | None:
-    """Performance profiles of the runs over the tasks (rliable), or None with fewer than two tasks.
-
-    Final returns are normalised per task by the min and max over every run and seed of that task (all
-    equal: 1). A run enters with the seeds it completed on every task; a run without such a seed is left
-    out (named in `left_out`)."""
-    import numpy as np
-
-    finals: dict[str, dict[str, dict[int, float]]] = {}  # task -> run -> seed -> final return
-    for cell in cells:
-        if cell.status == "completed" and cell.final_return is not None:
-            finals.setdefault(cell.task, {}).setdefault(cell.run, {})[cell.seed] = cell.final_return
-    tasks = tuple(finals)
-    if len(tasks) < 2:
-        return None
-    runs = tuple(dict.fromkeys(cell.run for cell in cells if cell.status != "skipped"))
-    bounds = {}
-    for task in tasks:
-        every = [v for per_seed in finals[task].values() for v in per_seed.values()]
-        bounds[task] = (min(every), max(every))
-
-    def normalised(task: str, value: float) -> float:
-        low, high = bounds[task]
-        return 1.0 if high == low else (value - low) / (high - low)
-
-    score_dict: dict[str, np.ndarray] = {}
-    seeds: dict[str, int] = {}
-    left_out = []
-    for run in runs:
-        common = set.intersection(*(set(finals[task].get(run, {})) for task in tasks))
-        if not common:
-            left_out.append(run)
-            continue
-        order = sorted(common)
-        score_dict[run] = np.asarray(
-            [[normalised(task, finals[task][run][s]) for task in tasks] for s in order], dtype=float
-        )  # (seeds, tasks)
-        seeds[run] = len(order)
-    if not score_dict:
-        return None
-    tau_list = np.linspace(0.0, 1.0, taus)
-
-    def above(scores: np.ndarray, tau_values: np.ndarray) -> np.ndarray:
-        # rliable's score distribution (fraction of all runs x tasks above tau), vectorised over tau
-        return np.asarray(np.mean(scores[..., None] > tau_values, axis=(0, 1)))
-
-    from rliable import library as rly
-
-    with seeded_numpy(seed):
-        profiles, intervals = rly.create_performance_profile(
-            score_dict, tau_list, custom_profile_func=above, reps=reps, confidence_interval_size=CONFIDENCE
-        )
-
-    def floats(a: Any) -> tuple[float, ...]:
-        return tuple(float(v) for v in np.asarray(a).ravel())
-
-    kept = tuple(score_dict)
-    return Profile(
-        taus=floats(tau_list),
-        runs=kept,
-        fraction={r: floats(profiles[r]) for r in kept},
-        low={r: floats(np.asarray(intervals[r])[0]) for r in kept},
-        high={r: floats(np.asarray(intervals[r])[1]) for r in kept},
-        tasks=tasks,
-        seeds=seeds,
-        left_out=tuple(left_out),
-    )

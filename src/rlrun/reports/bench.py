@@ -55,18 +55,29 @@ def results_path(out_dir: Path | str) -> Path:
     return path
 
 
-def write_report(out_dir: Path | str, *, reps: int = 10_000, curve_reps: int = 2_000, seed: int = 0) -> Path:
+def write_report(
+    out_dir: Path | str,
+    *,
+    reps: int = 10_000,
+    curve_reps: int = 2_000,
+    seed: int = 0,
+    normalisation: str = "reference",
+) -> Path:
     """Write `<out_dir>/report.md` and the figures in `<out_dir>/plots/` (PNG and SVG) from `results.jsonl`.
 
     `reps`: bootstrap resamples for the final and eval return CIs; `curve_reps`: for learning-curve bands and
-    performance profiles; `seed`: the bootstrap's seed (the same seed gives the same intervals).
+    performance profiles; `seed`: the bootstrap's seed (the same seed gives the same intervals);
+    `normalisation`: the performance profile's scale, `reference` (random = 0, the task's reference score = 1,
+    from rlrun's reference table) or `field` (the bench's own min and max per task; `rlrun.reports.profile`).
     Returns the report's path. Raises `InvalidArgument` when `out_dir` holds no results.jsonl."""
     from rlrun.reports import aggregate, markdown, plots
+    from rlrun.reports import profile as profiles
 
+    normalisation = profiles.check_normalisation(normalisation)
     out_dir = Path(out_dir)
     results = read_results(results_path(out_dir))
     tasks = aggregate.summarize(results.cells, reps=reps, curve_reps=curve_reps, seed=seed)
-    profile = aggregate.performance_profile(results.cells, reps=curve_reps, seed=seed)
+    profile = profiles.performance_profile(results.cells, reps=curve_reps, seed=seed, normalisation=normalisation)
     figures = plots.make_plots(tasks, profile)
     plots_dir = paths.output_folder(out_dir, PLOTS_DIR)  # a real folder, never a link
     written = {path for figure in figures for path in plots.save_plot(figure, plots_dir)}

@@ -11,22 +11,27 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from rlrun.reports.aggregate import Estimate, Profile, RunSummary, TaskSummary
+from rlrun.reports.aggregate import Estimate, RunSummary, TaskSummary
 from rlrun.reports.plots import Plot
+from rlrun.reports.profile import Profile
 from rlrun.reports.results import Results
 from rlrun.trust import text as safe
 
 COLUMNS = (
     "run",
     "seeds",
+    "env steps",
+    "iterations",
     "final return IQM [95% CI]",
     "eval return IQM [95% CI]",
     "median steps/s",
     "time to threshold",
     "env steps to threshold",
     "failures",
+    "configuration",
 )
 NONE = "—"
+FEW_SEEDS = 5
 
 
 def cell_text(text: object) -> str:
@@ -63,18 +68,80 @@ def _to_threshold(run: RunSummary, value: float | None, unit: str) -> str:
     return f"{number} ({run.reached}/{done})"
 
 
+def fmt_span(values: Sequence[int]) -> str:
+    """`20,480` when every seed has the same count, else `20,480 to 24,576` (min to max over seeds)."""
+    if not values:
+        return NONE
+    low, high = min(values), max(values)
+    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
+
+
 def run_row(run: RunSummary) -> list[str]:
     """The table row of one run, in `COLUMNS` order."""
     return [
         cell_text(run.run),
         str(len(run.seeds)),
+        fmt_span(run.env_steps),
+        fmt_span(run.iterations),
         fmt_estimate(run.final_return),
         fmt_estimate(run.eval_return),
         fmt_rate(run.median_steps_per_s),
         _to_threshold(run, run.median_time_to_threshold_s, "s"),
         _to_threshold(run, run.median_steps_to_threshold, "steps"),
         str(run.failures),
+        cell_text("; ".join(run.configs)) if run.configs else NONE,
     ]
+
+
+def _steps_list(values: Sequence[int]) -> str:
+    distinct = sorted(set(values))
+    words = [f"{v:,}" for v in distinct]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def budget_line(runs: Sequence[RunSummary]) -> str | None:
+    """Whether the runs of a task got the same env steps: equal within one iteration (the largest iteration of
+    any run), or a line naming what each run got. None without two runs that have env steps."""
+    counted = [r for r in runs if r.env_steps]
+    if not counted:
+        return None
+    every = [v for r in counted for v in r.env_steps]
+    spread = max(every) - min(every)
+    sizes = [r.steps_per_iteration for r in counted]
+    iteration = max((s for s in sizes if s is not None), default=None)
+    if spread == 0:
+        return f"Env-step budget: every seed of every run trained {every[0]:,} env steps."
+    got = "; ".join(f"{cell_text(r.run)} got {_steps_list(r.env_steps)}" for r in counted)
+    if iteration is not None and None not in sizes and spread <= iteration:
+        return (
+            f"Env-step budgets equal within one iteration: {got} env steps (the largest iteration here is "
+            f"{iteration:,} env steps; each library stops at a whole iteration)."
+        )
+    return (
+        f"Env-step budgets differ by more than one iteration: {got} env steps. Compare the returns with this in mind."
+    )
+
+
+def seeds_warning(runs: Sequence[RunSummary]) -> str | None:
+    """A warning when a run has fewer than `FEW_SEEDS` completed seeds: what its IQM and "95% CI" then are."""
+    few = [r for r in runs if 0 < len(r.seeds) < FEW_SEEDS]
+    if not few:
+        return None
+    counts = ", ".join(f"{cell_text(r.run)} {len(r.seeds)}" for r in few)
+    sizes = {len(r.seeds) for r in few}
+    text = f"**Warning: fewer than {FEW_SEEDS} seeds** ({counts})."
+    if sizes & {2, 3}:
+        text += (
+            ' With 2 or 3 seeds the IQM trims nothing and is the plain mean of the seeds, and the "95% CI" is the '
+            "[min, max] of the seeds (a bootstrap of 2 or 3 values draws all-min and all-max resamples more often "
+            "than 2.5% of the time), not a confidence interval."
+        )
+    if 4 in sizes:
+        text += " With 4 seeds the IQM is the mean of the middle two and the interval comes from 35 distinct resamples."
+    if 1 in sizes:
+        text += " With 1 seed there is no interval: the value is that seed's."
+    text += f" Run {FEW_SEEDS} or more seeds (--seeds 0-{FEW_SEEDS - 1}) before reading the intervals as uncertainty."
+    return text
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -102,6 +169,30 @@ def _link(target: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9._/-]+", target):
         return target
     return "<" + re.sub(r"([<>\\])", r"\\\1", target) + ">"
+
+
+def profile_text(profile: Profile) -> str:
+    """What the profile's scale is, with the sources of the reference scores it uses."""
+    refs = profile.references or {}
+    if not refs:
+        return (
+            "Scores are field-relative (each task's min and max over this bench's runs and seeds map to 0 and 1): "
+            "they rank the runs here and say nothing of how good any run is."
+        )
+    scale = (
+        "human-normalised (0 = random, 1 = human)" if profile.human else "normalised: 0 = random play, 1 = reference"
+    )
+    rows = [f"{safe.markdown(task)} {ref.random:g} / {ref.reference:g} ({ref.kind})" for task, ref in refs.items()]
+    text = f"Scores are {scale}; per task, random / reference: " + "; ".join(rows) + "."
+    sources = dict.fromkeys(safe.markdown(s) for ref in refs.values() for s in (ref.source, ref.random_source))
+    text += " Sources: " + " ".join(sources)
+    if profile.field_tasks:
+        text += (
+            " Without a reference in rlrun's table, field-relative (the bench's min = 0, max = 1): "
+            + ", ".join(safe.markdown(t) for t in profile.field_tasks)
+            + "."
+        )
+    return text
 
 
 def _seeds(values: Sequence[int]) -> str:
@@ -139,7 +230,10 @@ def render(
         "aggregated over the completed seeds as the interquartile mean (IQM, 25% trimmed mean) with a 95% "
         f"stratified-bootstrap percentile confidence interval (rliable, {reps:,} resamples, bootstrap seed {seed}). "
         "Steps/s: env steps of the whole training over its wall time, median over seeds. Time and env steps to "
-        "threshold: median over the seeds that reached the task's reward threshold (reached/completed in brackets).",
+        "threshold: median over the seeds that reached the task's reward threshold (reached/completed in brackets). "
+        "Env steps and iterations: what each completed seed trained (min to max over seeds); configuration: where "
+        "the agent configuration came from (rlrun's tuned file, RL Zoo's entry, a user's file; unknown when the run "
+        "does not say), before the bench's overrides.",
     ]
     by_stem = {plot.stem: plot for plot in plots}
     for task in tasks:
@@ -149,6 +243,8 @@ def render(
         shown = [r for r in task.runs if r.seeds or r.failed]
         if shown:
             lines += table(COLUMNS, [run_row(r) for r in shown])
+            below = [budget_line(shown), seeds_warning(shown)]
+            lines += [line for note in below if note for line in ("", note)]
         else:
             lines.append("No completed or failed cell.")
         failed = [c for r in task.runs for c in r.failed]
@@ -176,6 +272,7 @@ def render(
         lines += ["", "## Throughput", "", *_figure(by_stem["throughput"], out_dir)]
     lines += ["", "## Performance profiles", ""]
     if profile is not None and "performance_profile" in by_stem:
+        lines += [profile_text(profile), ""]
         lines += _figure(by_stem["performance_profile"], out_dir)
     else:
         lines.append("Needs final returns on two or more tasks.")

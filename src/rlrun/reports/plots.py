@@ -14,9 +14,10 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rlrun.reports.aggregate import CurveBand, Profile, TaskSummary
+from rlrun.reports.aggregate import CurveBand, RunSummary, TaskSummary
+from rlrun.reports.profile import Profile
 from rlrun.trust import paths
 
 if TYPE_CHECKING:
@@ -101,10 +102,46 @@ def _seed_span(counts: Sequence[int]) -> str:
 
 
 def _band(axes: Axes, band: CurveBand, color: str, label: str) -> None:
-    marker = "o" if len(band.x) == 1 else None
-    axes.plot(band.x, band.iqm, color=color, label=label, linewidth=1.8, marker=marker)
+    if len(band.x) == 1:  # one grid point: the IQM as a point with its interval as an error bar, no band
+        axes.plot(band.x, band.iqm, color=color, label=label, linestyle="none", marker="o")
+        if band.n > 1:
+            low, high = band.iqm[0] - band.low[0], band.high[0] - band.iqm[0]
+            axes.errorbar(band.x, band.iqm, yerr=[[low], [high]], fmt="none", ecolor=color, capsize=3)
+        return
+    axes.plot(band.x, band.iqm, color=color, label=label, linewidth=1.8)
     if band.n > 1:
         axes.fill_between(band.x, band.low, band.high, color=color, alpha=0.2, linewidth=0)
+
+
+def _seed_ends(axes: Axes, band: CurveBand, ends: Sequence[float], color: str) -> None:
+    """A tick on the IQM line where each seed's training ended (a collection, not a line): after the first
+    tick, some seeds' values are held, not measured."""
+    import numpy as np
+
+    if band.n < 2 or len(band.x) < 2 or len(set(ends)) < 2:
+        return
+    xs = [x for x in ends if band.x[0] <= x <= band.x[-1]]
+    axes.scatter(xs, np.interp(xs, band.x, band.iqm), marker="|", s=120, color=color, linewidths=1.5, zorder=3)
+
+
+def _count_formatter() -> Any:
+    """Tick labels for counts that stay short: 50k, 1.5M."""
+    from matplotlib.ticker import FuncFormatter
+
+    def short(value: float, _: int) -> str:
+        for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= size:
+                return f"{value / size:g}{suffix}"
+        return f"{value:g}"
+
+    return FuncFormatter(short)
+
+
+def _points(axes: Axes, run: RunSummary, index: int, color: str) -> None:
+    """Each seed's only point (index 0: env steps, 1: wall seconds) as a marker: no line, no band."""
+    xs = [point[index] for point in run.seed_points]
+    ys = [point[2] for point in run.seed_points]
+    axes.plot(xs, ys, color=color, label=run.run, linestyle="none", marker="o", markersize=6, alpha=0.85)
 
 
 def learning_curve_plot(task: TaskSummary, colors: dict[str, str] | None = None) -> Plot:
@@ -115,13 +152,19 @@ def learning_curve_plot(task: TaskSummary, colors: dict[str, str] | None = None)
     colors = colors or run_colors([r.run for r in task.runs])
     figure = _new_figure(12.0, 5.0)
     by_steps, by_wall = figure.subplots(1, 2)
-    drawn = [r for r in task.runs if r.curve_steps is not None or r.curve_wall is not None]
+    drawn = [r for r in task.runs if r.curve_steps is not None or r.curve_wall is not None or r.seed_points]
     for run in drawn:
         color = colors.get(run.run, PALETTE[0])
+        if run.seed_points:
+            _points(by_steps, run, 0, color)
+            _points(by_wall, run, 1, color)
+            continue
         if run.curve_steps is not None:
             _band(by_steps, run.curve_steps, color, run.run)
         if run.curve_wall is not None:
             _band(by_wall, run.curve_wall, color, run.run)
+            _seed_ends(by_wall, run.curve_wall, run.wall_ends, color)
+    by_steps.xaxis.set_major_formatter(_count_formatter())
     for axes, xlabel in ((by_steps, "env steps"), (by_wall, "wall time of training (s)")):
         axes.set_xlabel(xlabel)
         axes.set_ylabel(RETURN_LABEL)
@@ -133,13 +176,26 @@ def learning_curve_plot(task: TaskSummary, colors: dict[str, str] | None = None)
     by_steps.set_title("return vs env steps", fontsize=10)
     by_wall.set_title("return vs wall time", fontsize=10)
     _legend(figure)
-    missing = [r.run for r in task.runs if r.curve_steps is None and r.curve_wall is None and r.seeds]
-    caption = (
-        "Training end to end: mean return of the last 100 training episodes against env steps (left) and "
-        "against wall seconds of the whole training (right); line: IQM over seeds, band: 95% stratified-bootstrap "
-        f"CI (rliable) over {_seed_span([r.curve_seeds for r in drawn])}, each seed's curve interpolated onto "
-        "a common grid over the range every seed of the run reached."
-    )
+    missing = [r.run for r in task.runs if r not in drawn and r.seeds]
+    banded = [r for r in drawn if not r.seed_points]
+    caption = "Training end to end: mean return of the last 100 training episodes against env steps (left) and "
+    caption += "against wall seconds of the whole training (right)"
+    if banded:
+        caption += (
+            f"; line: IQM over seeds, band: 95% stratified-bootstrap CI (rliable) over "
+            f"{_seed_span([r.curve_seeds for r in banded])}, each seed's curve interpolated onto a common grid. "
+            "Left: over the env steps every seed of the run reached. Right: up to the slowest seed's end; a "
+            "seed that finished sooner holds its last return from its end on (a step), so no seed is cut at "
+            "the fastest one's time; a tick on the line marks where each seed ended."
+        )
+    else:
+        caption += "."
+    points = [r.run for r in drawn if r.seed_points]
+    if points:
+        caption += (
+            f" Points: one per seed, where every seed logged a single return ({', '.join(points)}): too few "
+            "points for a curve or a band."
+        )
     if task.threshold is not None:
         caption += f" Dashed: the task's reward threshold ({task.threshold:g})."
     if missing:
@@ -191,18 +247,26 @@ def performance_profile_plot(profile: Profile, colors: dict[str, str] | None = N
         color = colors.get(run, PALETTE[0])
         axes.plot(profile.taus, profile.fraction[run], color=color, label=run, linewidth=1.8)
         axes.fill_between(profile.taus, profile.low[run], profile.high[run], color=color, alpha=0.2, linewidth=0)
-    axes.set_xlim(0.0, 1.0)
+    axes.set_xlim(profile.taus[0], profile.taus[-1])
     axes.set_ylim(-0.02, 1.02)
-    axes.set_xlabel(r"normalised final return $\tau$")
-    axes.set_ylabel(r"fraction of runs with score $> \tau$")
+    if profile.human:
+        axes.set_xlabel(r"human-normalised final return $\tau$ (0 = random, 1 = human)")
+    elif profile.references:
+        axes.set_xlabel(r"normalised final return $\tau$ (0 = random, 1 = reference score)")
+    else:
+        axes.set_xlabel(r"field-relative final return $\tau$ (0 = worst, 1 = best in this bench)")
+    if profile.references:
+        # random play and the reference: dashed rules (a collection, not lines)
+        axes.vlines([0.0, 1.0], 0.0, 1.0, transform=axes.get_xaxis_transform(), colors="#555555", linestyles="dashed")
+    axes.set_ylabel(r"fraction of (task, seed) scores $> \tau$")
     axes.grid(True, alpha=0.3)
     _legend(figure)
     caption = (
         f"Performance profiles over {len(profile.tasks)} tasks ({', '.join(profile.tasks)}): the final training "
-        "return (mean of the last 100 episodes, training end to end) of each seed, normalised per task by the "
-        "min and max over all runs and seeds of that task (0 = worst, 1 = best); the fraction of (task, seed) "
-        "scores above each threshold tau, with 95% stratified-bootstrap CI bands (rliable), over "
-        f"{_seed_span(list(profile.seeds.values()))} completed on every task."
+        "return (mean of the last 100 episodes, training end to end) of each seed, "
+        + profile_scale(profile)
+        + "; the fraction of (task, seed) scores above each threshold tau, with 95% stratified-bootstrap CI bands "
+        f"(rliable), over {_seed_span(list(profile.seeds.values()))} completed on every task."
     )
     if profile.left_out:
         caption += f" Left out (no seed completed on every task): {', '.join(profile.left_out)}."
@@ -211,9 +275,30 @@ def performance_profile_plot(profile: Profile, colors: dict[str, str] | None = N
     return Plot(stem="performance_profile", title=title, caption=caption, figure=figure)
 
 
+def profile_scale(profile: Profile) -> str:
+    """How the profile's scores are normalised, per task, as a clause of its caption."""
+    refs = profile.references or {}
+    if not refs:
+        return (
+            "normalised per task by the min and max over all runs and seeds of that task (field-relative: "
+            "0 = worst, 1 = best of this bench, not a measure of how good a run is)"
+        )
+    parts = []
+    kinds = {"human": "human score", "threshold": "Gymnasium reward threshold", "published": "published return"}
+    for task, ref in refs.items():
+        parts.append(f"{task}: {ref.random:g} to {ref.reference:g} ({kinds[ref.kind]})")
+    text = "normalised per task by rlrun's reference table, random play = 0 and the reference = 1 (" + "; ".join(parts)
+    text += ")"
+    if profile.field_tasks:
+        text += (
+            f"; without a reference, field-relative (the bench's min = 0, max = 1): {', '.join(profile.field_tasks)}"
+        )
+    return text
+
+
 def has_curves(task: TaskSummary) -> bool:
-    """Whether any run of the task has a learning curve to draw."""
-    return any(r.curve_steps is not None or r.curve_wall is not None for r in task.runs)
+    """Whether any run of the task has a learning curve (or a point per seed) to draw."""
+    return any(r.curve_steps is not None or r.curve_wall is not None or r.seed_points for r in task.runs)
 
 
 def is_report_figure(path: Path) -> bool:

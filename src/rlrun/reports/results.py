@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlrun.trust.limits import file_size_within, parse_json
+from rlrun.errors import UserError
+from rlrun.trust import paths
+from rlrun.trust.limits import file_size_within, parse_json, read_json
 
 RESULTS_FILE = "results.jsonl"
 MAX_RESULTS_BYTES = 256 << 20
 """The largest results.jsonl read (256 MiB): a row is under a kilobyte, and a bench has at most 100,000 cells."""
 METRICS_FILE = "metrics.csv"
+MANIFEST_FILE = "run.json"
+MAX_MANIFEST_BYTES = 1 << 20
 STATUSES = ("completed", "failed", "skipped")
 
 
@@ -61,6 +65,9 @@ class CellResult:
     time_to_threshold_s: float | None = None
     steps_to_threshold: int | None = None
     run_dir: Path | None = None
+    config: str | None = None
+    """Where the agent configuration came from (`rlrun: sb3/ppo/default.yaml`, `rl_zoo3: ...`, `file: ...`): the
+    row's `config_source`, else the run directory's run.json `agent_config`; None when neither says."""
     curve: Curve | None = field(default=None, compare=False, repr=False)
 
 
@@ -132,7 +139,39 @@ def _cell(row: dict[str, Any], base: Path) -> CellResult:
         time_to_threshold_s=_float(row.get("time_to_threshold_s")),
         steps_to_threshold=_int(row.get("steps_to_threshold")),
         run_dir=_run_dir(row.get("run_dir"), base),
+        config=config_text(row.get("config_source")),
     )
+
+
+def config_text(source: Any) -> str | None:
+    """A configuration source (run.json's `agent_config`: `{"from": ..., "path": ...}`, or a string) as short text:
+    `from: file name` (RL Zoo's with its entry); None when it says nothing usable."""
+    if isinstance(source, str):
+        return source.strip()[:120] or None
+    if not isinstance(source, dict) or not isinstance(source.get("from"), str):
+        return None
+    origin = source["from"].strip()[:40]
+    path = source.get("path")
+    name = "/".join(Path(path).parts[-3:]) if isinstance(path, str) and path else ""
+    entry = source.get("entry")
+    if isinstance(entry, str) and entry:
+        name = f"{name} [{entry[:60]}]" if name else entry[:60]
+    return f"{origin}: {name}" if name else origin
+
+
+def read_config_source(run_dir: Path | None) -> str | None:
+    """The agent configuration's source in `run_dir/run.json` (see `config_text`), or None: no run directory, no
+    run.json, one that is a link out of its folder, too large, not JSON or without `agent_config`."""
+    if run_dir is None:
+        return None
+    manifest = run_dir / MANIFEST_FILE
+    try:
+        if not paths.is_inside(paths.real(manifest), paths.real(run_dir)):
+            return None
+        data = read_json(manifest, MANIFEST_FILE, max_bytes=MAX_MANIFEST_BYTES)
+    except (OSError, ValueError, UserError):
+        return None
+    return config_text(data.get("agent_config")) if isinstance(data, dict) else None
 
 
 def read_curve(run_dir: Path | str | None) -> Curve | None:
@@ -163,7 +202,8 @@ def read_curve(run_dir: Path | str | None) -> Curve | None:
 
 
 def read_results(path: Path | str, *, curves: bool = True) -> Results:
-    """Read `results.jsonl`: the last row per key, each with its learning curve when `curves` (see `read_curve`).
+    """Read `results.jsonl`: the last row per key, each with its learning curve and, where the row does not name
+    it, its configuration source from run.json when `curves` (see `read_curve`, `read_config_source`).
 
     Lines that are not a JSON object with a `key` (or nest deeper than `rlrun.trust.limits.MAX_DEPTH`) are
     skipped and their numbers kept in `unreadable_lines`; a file over `MAX_RESULTS_BYTES`, or one that is no
@@ -193,4 +233,5 @@ def read_results(path: Path | str, *, curves: bool = True) -> Results:
 def _with_curve(cell: CellResult) -> CellResult:
     from dataclasses import replace
 
-    return replace(cell, curve=read_curve(cell.run_dir))
+    config = cell.config or read_config_source(cell.run_dir)
+    return replace(cell, curve=read_curve(cell.run_dir), config=config)

@@ -116,7 +116,10 @@ def make_figures(study: Any, plots_dir: Path) -> list[Figure]:
     figures.append(
         _draw(study, plots_dir, "importances", "Parameter importances", importance, _importances(evaluator), 2)
     )
-    coordinates = "Each completed trial as a line through its searched values, coloured by its objective value."
+    coordinates = (
+        "Each completed trial as a line through its searched values, coloured by its objective value (darker: "
+        "better for a maximised objective; the palest blue is the worst trial, never white)."
+    )
     figures.append(
         _draw(study, plots_dir, "parallel_coordinates", "Parallel coordinates", coordinates, _parallel, minimum=1)
     )
@@ -138,10 +141,34 @@ def _importances(evaluator: Any) -> Any:
     return draw
 
 
+CMAP_FLOOR = 0.4
+"""The share of Optuna's "Blues" map cut from its light end for the parallel coordinates: that end is near-white,
+which draws the worst trials white on white; from 0.4 on every line is a visible mid blue or darker."""
+
+
 def _parallel(study: Any) -> Any:
     from optuna.visualization.matplotlib import plot_parallel_coordinate
 
-    return plot_parallel_coordinate(study)
+    axes = plot_parallel_coordinate(study)
+    floor_colormap(axes)
+    return axes
+
+
+def floor_colormap(axes: Any) -> None:
+    """Give the trial lines of Optuna's parallel-coordinate axes a colormap with a floor (no near-white end) and a
+    thicker line: the colour bar follows the lines' map, so it shows the same scale."""
+    import numpy as np
+    from matplotlib.collections import LineCollection
+    from matplotlib.colors import ListedColormap
+
+    for collection in axes.collections:
+        if isinstance(collection, LineCollection) and collection.get_array() is not None:
+            base = collection.get_cmap()
+            light_low = sum(base(0.0)[:3]) > sum(base(1.0)[:3])  # "Blues" (maximise) or "Blues_r" (minimise)
+            span = np.linspace(CMAP_FLOOR, 1.0, 256) if light_low else np.linspace(0.0, 1.0 - CMAP_FLOOR, 256)
+            floored = ListedColormap(base(span), name=f"{base.name}_floored")
+            collection.set_cmap(floored)
+            collection.set_linewidth(1.6)
 
 
 def _importance_evaluator() -> tuple[str, Any]:
