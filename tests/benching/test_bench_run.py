@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +23,8 @@ pytest.importorskip("stable_baselines3")  # the libraries its cases train with
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 TIMES = ("wall_s", "steps_per_s", "time_to_threshold_s", "run_dir", "checkpoint")
+WHERE = ("node_id", "host")
+"""Where a cell ran: the only other fields that differ between executors."""
 
 
 def small_bench(out: Path, **fields) -> rlrun.BenchRequest:
@@ -44,7 +47,7 @@ def lines(out: Path) -> list[dict]:
 
 
 def without_times(row: dict) -> dict:
-    return {key: value for key, value in row.items() if key not in TIMES}
+    return {key: value for key, value in row.items() if key not in TIMES + WHERE}
 
 
 def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
@@ -58,6 +61,7 @@ def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
         assert row["eval_return"] is not None and row["threshold"] == 475.0
         assert (Path(row["run_dir"]) / "metrics.csv").is_file()
         assert Path(row["run_dir"]).parent == out / "runs" / "sb3" / "bench"
+        assert (row["node_id"], row["host"]) == (None, socket.gethostname())  # inline: this machine, no Ray node
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C itself
@@ -151,6 +155,7 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_inline_and_in_a_p
     inline = rlrun.bench(small_bench(tmp_path / "inline", **TWO_LIBRARIES))
     pooled = rlrun.bench(small_bench(tmp_path / "pool", **TWO_LIBRARIES, executor="process", workers=2))
     assert_same_cells(inline, pooled)
+    assert {(row["node_id"], row["host"]) for row in pooled.rows} == {(None, socket.gethostname())}
 
 
 @pytest.mark.slow
@@ -161,6 +166,8 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_on_ray(tmp_path):
     # leak detector would report them, so it is off for this call alone.
     on_ray = rlrun.bench(small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2), check_leaks=False)
     assert_same_cells(inline, on_ray)
+    assert all(isinstance(row["node_id"], str) and len(row["node_id"]) == 56 for row in on_ray.rows)  # Ray's node id
+    assert {row["host"] for row in on_ray.rows} == {socket.gethostname()}
 
 
 BENCH_SCRIPT = """

@@ -11,6 +11,7 @@ module's state moved on. The hermetic scope puts back what can be put back; the 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 
 import pytest
@@ -48,9 +49,12 @@ def test_ray_gives_the_same_outcomes_and_leaves_no_process_or_python_thread():
     with make_executor("ray", workers=2) as executor:
         finished = by_index(list(executor.run(workload.square_or_die, items, started.append)), len(items))
         assert ray.cluster_resources()["CPU"] == 2
+        node = ray.get_runtime_context().get_node_id()
+        places = [finished.value for finished in executor.run(workload.place, [0, 1])]
         assert children() - processes  # Ray's own processes run now
     assert finished == expected
     assert sorted(started) == list(range(len(items)))
+    assert {place[1:] for place in places} == {(node, socket.gethostname(), False)}, "the driver's own node"
     assert not ray.is_initialized()
     assert children() == processes
     assert set(threading.enumerate()) == threads

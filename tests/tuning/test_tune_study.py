@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -105,6 +106,9 @@ def test_inline_and_two_workers_finish_the_same_number_of_trials(tmp_path, execu
     assert (result.n_trials, result.completed, result.ran) == (5, 5, 5)
     assert [trial.number for trial in trials] == list(range(5))
     assert all(trial.state == optuna.trial.TrialState.COMPLETE for trial in trials)
+    assert {(trial.user_attrs["rlrun_host"], trial.user_attrs["rlrun_node"]) for trial in trials} == {
+        (socket.gethostname(), None)
+    }, "where each trial ran: this host, on no Ray node"
     if executor == "process":
         pids = {trial.user_attrs["rlrun_pid"] for trial in trials}
         assert len(pids) == 2 and os.getpid() not in pids, "two workers shared the study"

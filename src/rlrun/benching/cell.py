@@ -45,8 +45,11 @@ ROW_FIELDS = (
     "run_dir",
     "checkpoint",
     "note",
+    "node_id",
+    "host",
 )
-"""The columns of `results.jsonl`, one row per cell."""
+"""The columns of `results.jsonl`, one row per cell. `node_id` and `host` say where the cell ran: the Ray node's id
+(None inline and in the process pool) and the machine's host name."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,15 @@ def cell_key(request: TrainRequest, eval_episodes: int, seconds: float | None) -
 def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None = None) -> dict[str, Any]:
     """Train (and evaluate) one cell as hermetic calls in this process; return its row. `listener(cell, row)`
     hears every iteration (a progress display, in the process that runs the cell)."""
+    from rlrun.executors import where
+
+    place = where()
+    row = _train(cell, listener)
+    row.update(node_id=place.node_id, host=place.host)
+    return row
+
+
+def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) -> dict[str, Any]:
     reached: list[IterationRow] = []
     started = time.perf_counter()
 

@@ -17,9 +17,11 @@ from rlrun.executors.base import (
     OnProgress,
     Resources,
     ResourcesFor,
+    Where,
     death_reason,
     describe_exception,
     report,
+    where,
 )
 from rlrun.executors.inline import InlineExecutor
 from rlrun.executors.process import ProcessExecutor
@@ -70,8 +72,10 @@ __all__ = [
     "RayExecutor",
     "Resources",
     "ResourcesFor",
+    "Where",
     "death_reason",
     "describe_exception",
     "make_executor",
     "report",
+    "where",
 ]

@@ -25,23 +25,47 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
-from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
+from rlrun.executors.base import (
+    Executor,
+    Finished,
+    OnProgress,
+    Resources,
+    ResourcesFor,
+    Where,
+    describe_exception,
+    placed,
+)
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
 
 
-def _call(function: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
-    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised."""
+def _call(function: Callable[[Any], Any], item: Any, home: str | None) -> tuple[bool, Any]:
+    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()` tells
+    `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the driver
+    is on no node of the cluster, so every node is away)."""
+    node = _node_id(importlib.import_module("ray"))
+    place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
     try:
-        return True, function(item)
+        with placed(place):
+            return True, function(item)
     except Exception as error:
         return False, describe_exception(error)
+
+
+def _node_id(ray: Any) -> str | None:
+    """The id of the Ray node this process runs on (None where Ray cannot say: a Ray Client driver)."""
+    try:
+        node = ray.get_runtime_context().get_node_id()
+    except Exception:
+        return None
+    return node if isinstance(node, str) else None
 
 
 def _import_ray() -> Any:
@@ -94,6 +118,8 @@ class RayExecutor(Executor):
         self.runtime_env = runtime_env
         self.log_to_driver = log_to_driver
         self._remote: Any = None
+        self._home: str | None = None
+        """The driver's node id (None: a driver on no node, a Ray Client)."""
         self._owned = False
         """Whether this executor called `ray.init` (and so calls `ray.shutdown`)."""
         self._in_flight: dict[Any, tuple[int, Resources]] = {}
@@ -134,6 +160,7 @@ class RayExecutor(Executor):
             self._owned = True
             ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
         self._remote = ray.remote(max_retries=0)(_call)
+        self._home = _node_id(ray)
 
     def _needs(self, item: Any) -> Resources:
         if isinstance(self.resources, Resources):
@@ -178,7 +205,7 @@ class RayExecutor(Executor):
                     next_index += 1
                     try:
                         ref = self._remote.options(num_cpus=needs.num_cpus, num_gpus=needs.num_gpus).remote(
-                            function, items[index]
+                            function, items[index], self._home
                         )
                     except Exception as error:  # the function or item does not serialise
                         yield Finished(index, error=f"the item could not be sent to Ray: {describe_exception(error)}")
