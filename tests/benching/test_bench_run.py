@@ -165,8 +165,16 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_on_ray(tmp_path):
     inline = rlrun.bench(small_bench(tmp_path / "inline", **TWO_LIBRARIES))
     # Ray keeps native threads and file descriptors in this process after `ray.shutdown()` (README): the
     # leak detector would report them, so it is off for this call alone.
-    on_ray = rlrun.bench(small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2), check_leaks=False)
+    boards: list[RecordingBoard] = []
+    on_ray = rlrun.bench(
+        small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2),
+        check_leaks=False,
+        display=lambda cells: boards.append(RecordingBoard(cells)) or boards[-1],
+    )
     assert_same_cells(inline, on_ray)
+    for row in on_ray.rows:  # the live table moves as on the pool: each iteration, between start and finish
+        mine = [event[0] for event in boards[0].events if event[1:2] == (row["key"],)]
+        assert mine == ["start", *["iteration"] * row["iterations"], "finish"]
     assert all(isinstance(row["node_id"], str) and len(row["node_id"]) == 56 for row in on_ray.rows)  # Ray's node id
     assert {row["host"] for row in on_ray.rows} == {socket.gethostname()}
 

@@ -113,3 +113,9 @@ def place(item: object) -> tuple[object, str | None, str, bool]:
 
     here = where()
     return item, here.node_id, here.host, here.away
+
+
+def nap(seconds: float) -> float:
+    """Sleep `seconds`, then return them (an item that holds its CPU for a while)."""
+    time.sleep(seconds)
+    return seconds

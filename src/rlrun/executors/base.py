@@ -117,7 +117,8 @@ _sinks: list[Callable[[Any], None]] = []
 def report(message: Any) -> None:
     """Hand `message` (small and picklable: a training's iteration, steps/s, return) from inside an item's
     function to the `on_progress` of the run that runs the item: directly inline, through the worker's pipe
-    in a pool. Dropped where nothing listens: on Ray, or when the function is called outside an executor."""
+    in a pool, through the run's inbox actor on Ray. Dropped where nothing listens: outside an executor, or in a
+    run without `on_start` and `on_progress`."""
     if _sinks:
         _sinks[-1](message)
 
