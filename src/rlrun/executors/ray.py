@@ -220,6 +220,11 @@ class RayExecutor(Executor):
                 if quiet is not None:
                     quiet()
 
+    def nodes(self) -> int:
+        """How many nodes of the cluster are alive now (connecting first, starting a local instance if need be)."""
+        self._connect()
+        return sum(1 for node in self._ray.nodes() if node.get("Alive"))
+
     # --- internals ----------------------------------------------------------------------------------------------
 
     def _connect(self) -> None:
