@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -22,6 +24,8 @@ pytest.importorskip("stable_baselines3")  # the libraries its cases train with
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 TIMES = ("wall_s", "steps_per_s", "time_to_threshold_s", "run_dir", "checkpoint")
+WHERE = ("node_id", "host")
+"""Where a cell ran: the only other fields that differ between executors."""
 
 
 def small_bench(out: Path, **fields) -> rlrun.BenchRequest:
@@ -44,7 +48,7 @@ def lines(out: Path) -> list[dict]:
 
 
 def without_times(row: dict) -> dict:
-    return {key: value for key, value in row.items() if key not in TIMES}
+    return {key: value for key, value in row.items() if key not in TIMES + WHERE}
 
 
 def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
@@ -58,6 +62,7 @@ def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
         assert row["eval_return"] is not None and row["threshold"] == 475.0
         assert (Path(row["run_dir"]) / "metrics.csv").is_file()
         assert Path(row["run_dir"]).parent == out / "runs" / "sb3" / "bench"
+        assert (row["node_id"], row["host"]) == (None, socket.gethostname())  # inline: this machine, no Ray node
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped Ctrl-C itself
@@ -151,6 +156,7 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_inline_and_in_a_p
     inline = rlrun.bench(small_bench(tmp_path / "inline", **TWO_LIBRARIES))
     pooled = rlrun.bench(small_bench(tmp_path / "pool", **TWO_LIBRARIES, executor="process", workers=2))
     assert_same_cells(inline, pooled)
+    assert {(row["node_id"], row["host"]) for row in pooled.rows} == {(None, socket.gethostname())}
 
 
 @pytest.mark.slow
@@ -159,8 +165,18 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_on_ray(tmp_path):
     inline = rlrun.bench(small_bench(tmp_path / "inline", **TWO_LIBRARIES))
     # Ray keeps native threads and file descriptors in this process after `ray.shutdown()` (README): the
     # leak detector would report them, so it is off for this call alone.
-    on_ray = rlrun.bench(small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2), check_leaks=False)
+    boards: list[RecordingBoard] = []
+    on_ray = rlrun.bench(
+        small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2),
+        check_leaks=False,
+        display=lambda cells: boards.append(RecordingBoard(cells)) or boards[-1],
+    )
     assert_same_cells(inline, on_ray)
+    for row in on_ray.rows:  # the live table moves as on the pool: each iteration, between start and finish
+        mine = [event[0] for event in boards[0].events if event[1:2] == (row["key"],)]
+        assert mine == ["start", *["iteration"] * row["iterations"], "finish"]
+    assert all(isinstance(row["node_id"], str) and len(row["node_id"]) == 56 for row in on_ray.rows)  # Ray's node id
+    assert {row["host"] for row in on_ray.rows} == {socket.gethostname()}
 
 
 BENCH_SCRIPT = """
@@ -250,3 +266,209 @@ def test_a_pool_bench_shows_every_iteration_and_a_worker_killed_mid_cell_fails_t
     assert [event[0] for event in mine] == ["start", "iteration", "iteration", "iteration", "finish"]
     assert [event[2] for event in mine if event[0] == "iteration"] == [1, 2, 3]
     assert board.events[-1] == ("stop",)
+
+
+# --- cells on another node ------------------------------------------------------------------------------------
+
+
+def files_under(folder: Path) -> dict[str, bytes | None]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes() if path.is_file() else None
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def away_cells(monkeypatch, node_disk: Path | None, decoy: bool = False) -> dict[int, Path]:
+    """Run every cell as a Ray task on a node other than the driver's would (`where().away`), then move its run
+    folder out of the driver's sight, to `node_disk`, as a node without a shared disk keeps it (None: a disk the
+    node shares with the driver, the folder stays); returns where each seed's folder went. With `decoy`, the
+    first cell's name is then taken on the driver by another run's folder (a cell here that started in the same
+    second)."""
+    import importlib
+
+    from rlrun.executors.base import Where, placed
+
+    bench = importlib.import_module("rlrun.benching.run")
+    run_cell = bench.run_cell
+    moved: dict[int, Path] = {}
+
+    def on_another_node(cell, *args, **kwargs):
+        with placed(Where(node_id="f" * 56, host="node-2", away=True)):
+            row = run_cell(cell, *args, **kwargs)
+        if row["run_dir"] is not None and node_disk is not None:
+            node_disk.mkdir(exist_ok=True)
+            moved[row["seed"]] = node_disk / Path(row["run_dir"]).name
+            shutil.move(row["run_dir"], moved[row["seed"]])
+            if decoy and len(moved) == 1:
+                Path(row["run_dir"]).mkdir()
+                (Path(row["run_dir"]) / "run.json").write_text("decoy", encoding="utf-8")
+        return row
+
+    monkeypatch.setattr(bench, "run_cell", on_another_node)
+    return moved
+
+
+def test_a_cell_on_another_node_sends_its_run_folder_home_to_the_same_path(tmp_path, monkeypatch):
+    out, node_disk = tmp_path / "bench", tmp_path / "node-disk"
+    moved = away_cells(monkeypatch, node_disk)
+    result = rlrun.bench(small_bench(out, eval_episodes=1))
+    assert result.completed == 2
+    rows = lines(out)
+    assert len(rows) == 2 and all("run_archive" not in row for row in rows)
+    for row in rows:
+        assert row["status"] == "completed" and (row["node_id"], row["host"]) == ("f" * 56, "node-2")
+        run_dir = Path(row["run_dir"])
+        assert run_dir == out / "runs" / "sb3" / "bench" / moved[row["seed"]].name, "the same path on the driver"
+        assert Path(row["checkpoint"]).is_file() and Path(row["checkpoint"]).is_relative_to(run_dir)
+        assert (run_dir / "metrics.csv").is_file()
+        assert files_under(run_dir) == files_under(moved[row["seed"]]), "every file, byte for byte"
+
+
+def test_a_run_folder_whose_name_is_taken_on_the_driver_comes_home_beside_it(tmp_path, monkeypatch):
+    """Two nodes name their run folders by the second they start: a folder sent back whose name a run here took
+    in the meantime goes beside it (`<name>_2`), and the run here is untouched."""
+    out = tmp_path / "bench"
+    moved = away_cells(monkeypatch, tmp_path / "node-disk", decoy=True)
+    rlrun.bench(small_bench(out))
+    first = next(row for row in lines(out) if row["seed"] == 0)
+    taken = out / "runs" / "sb3" / "bench" / moved[0].name
+    assert (taken / "run.json").read_text(encoding="utf-8") == "decoy" and len(list(taken.iterdir())) == 1
+    run_dir = Path(first["run_dir"])
+    assert run_dir.name.startswith(moved[0].name + "_") and run_dir.parent == taken.parent
+    assert files_under(run_dir) == files_under(moved[0]) and Path(first["checkpoint"]).is_relative_to(run_dir)
+    assert len({row["run_dir"] for row in lines(out)}) == 2
+
+
+def test_a_cell_on_another_node_that_shares_the_drivers_disk_keeps_its_run_folder(tmp_path, monkeypatch):
+    away_cells(monkeypatch, None)
+    out = tmp_path / "bench"
+    rlrun.bench(small_bench(out, seeds=(0,)))
+    (row,) = lines(out)
+    assert row["status"] == "completed" and Path(row["run_dir"]).parent == out / "runs" / "sb3" / "bench"
+    assert len(list(Path(row["run_dir"]).parent.iterdir())) == 1, "the folder already there is the run: no copy"
+
+
+def test_a_run_folder_over_the_bound_fails_its_cell_naming_the_bound(tmp_path, monkeypatch):
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("rlrun.benching.cell"), "MAX_RUN_BYTES", 1000)
+    away_cells(monkeypatch, tmp_path / "node-disk")
+    result = rlrun.bench(small_bench(tmp_path / "bench", seeds=(0,)))
+    (row,) = result.rows
+    assert row["status"] == "failed" and result.failed == 1
+    assert row["error"].startswith("sending the run folder back: UnsafeArchive: run folder ")
+    assert "holds more than 1000 bytes of files" in row["error"] and "\n" not in row["error"]
+
+
+AWAY_NODE = """
+import subprocess, sys
+from ray._private.node import Node
+from ray._private.parameter import RayParams
+from ray._private.services import wait_for_node
+
+gcs_address, node_disk, shadowed = sys.argv[1:]
+# This process runs in its own mount namespace (unshare -m): here, and in the raylet and Ray workers it starts, the
+# driver's out folder is the node's own disk; the driver never sees what is written there.
+subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+subprocess.run(["mount", "--bind", node_disk, shadowed], check=True)
+params = RayParams(
+    gcs_address=gcs_address, num_cpus=1, num_gpus=0, object_store_memory=100 * 1024 * 1024, min_worker_port=0,
+    max_worker_port=0, include_log_monitor=False, node_manager_port=0, resources={"away": 1},
+)
+params.dashboard_agent_listen_port = None
+node = Node(params, head=False, shutdown_at_exit=True, spawn_reaper=True)
+wait_for_node(gcs_address, node.plasma_store_socket_name, 60)  # registered with the cluster
+print(node.node_id, flush=True)
+sys.stdin.read()  # until the test closes this process's stdin
+node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+"""
+
+
+def can_unshare() -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home(tmp_path, monkeypatch):
+    """A real two-node Ray cluster on this machine: the second node's processes live in their own mount namespace,
+    where the driver's out folder is another folder (`unshare -m` and a bind mount), as on a machine with its own
+    disk. The cells that run there write their run folders there and send them back; after the bench, every run
+    folder, checkpoint and metrics.csv named in results.jsonl is on the driver's disk, and the report counts every
+    seed."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    if not can_unshare():
+        pytest.skip("needs unshare -m and mount (root, or a user namespace)")
+    out, node_disk = tmp_path / "bench", tmp_path / "node-disk"
+    out.mkdir()
+    node_disk.mkdir()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # every Ray worker imports this checkout's rlrun
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 100 * 1024 * 1024})
+    away = subprocess.Popen(
+        ["unshare", "-m", sys.executable, "-c", AWAY_NODE, cluster.gcs_address, str(node_disk), str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    try:
+        away_id = away.stdout.readline().strip()
+        assert len(away_id) == 56, "the second node started"
+        seeds = (0, 1, 2, 3)
+        result = rlrun.bench(
+            small_bench(out, seeds=seeds, iterations=6, executor="ray", address=cluster.address, report=True),
+            check_leaks=False,
+        )
+    finally:
+        away.stdin.close()
+        away.wait(timeout=60)
+        away.stdout.close()
+        cluster.shutdown()
+    assert not ray.is_initialized()
+    rows = lines(out)
+    assert sorted(row["seed"] for row in rows) == list(seeds) and all(row["status"] == "completed" for row in rows)
+    ran_away = [row for row in rows if row["node_id"] == away_id]
+    assert ran_away, "some cells ran on the second node (Ray spreads four one-CPU cells over two one-CPU nodes)"
+    assert len({row["node_id"] for row in rows}) == 2
+    for row in rows:
+        run_dir = Path(row["run_dir"])
+        assert run_dir.is_relative_to(out / "runs") and (run_dir / "metrics.csv").is_file()
+        assert Path(row["checkpoint"]).is_file()
+    written_away = {path.name for path in (node_disk / "runs" / "sb3" / "bench").iterdir()}
+    assert written_away == {Path(row["run_dir"]).name for row in ran_away}, "the second node wrote on its own disk"
+    for row in ran_away:
+        run_dir = Path(row["run_dir"])
+        assert files_under(run_dir) == files_under(node_disk / "runs" / "sb3" / "bench" / run_dir.name)
+    assert result.completed == 4 and result.report is not None and result.report.is_file()
+    from rlrun.reports import read_results, summarize
+
+    ((run,),) = (task.runs for task in summarize(read_results(out / "results.jsonl").cells, reps=50, curve_reps=50))
+    assert run.seeds == seeds and run.curve_seeds == 4, "the report counts every seed, with its learning curve"
+
+
+def test_a_crafted_run_folder_sent_back_fails_its_cell_and_leaves_nothing(tmp_path):
+    """What comes back from a node is data: an archive holding a link fails the cell with the reason, and the
+    folder claimed for it on the driver is gone again."""
+    import io
+    import tarfile
+
+    from rlrun.api.requests import TrainRequest
+    from rlrun.benching.cell import RUN_ARCHIVE, Cell, receive_run
+
+    root = tmp_path / "runs"
+    cell = Cell("k", "sb3/ppo", "", TrainRequest(task="rlrun/CartPole-v1", log_root=str(root)), 0, None, None)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        link = tarfile.TarInfo("checkpoints")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc"
+        archive.addfile(link)
+    run_dir = root / "sb3" / "bench" / "2026-12-05_08-00-00"
+    row = cell.row(status="completed", run_dir=str(run_dir), host="node-2", **{RUN_ARCHIVE: buffer.getvalue()})
+    received = receive_run(row, cell, root)
+    assert received["status"] == "failed" and RUN_ARCHIVE not in received
+    assert received["error"].startswith("receiving the run folder: UnsafeArchive: the run folder sent back by 'node-2'")
+    assert "'checkpoints', which is not a file or a folder" in received["error"]
+    assert not run_dir.exists() and list((root / "sb3" / "bench").iterdir()) == []

@@ -3,6 +3,7 @@ the same items, inline's Ctrl-C, Ray's missing-dependency error, and the package
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -18,9 +19,11 @@ from rlrun.executors import (
     ProcessExecutor,
     RayExecutor,
     Resources,
+    Where,
     death_reason,
     describe_exception,
     make_executor,
+    where,
 )
 from rlrun.hermetic import census
 
@@ -183,3 +186,13 @@ def test_progress_sent_before_a_worker_died_arrives_and_the_item_fails():
         finished = list(pool.run(workload.report_then_die, [5], on_progress=lambda *event: events.append(event)))
     assert events == [(0, (5, 0))]
     assert finished == [Finished(0, error="worker died: killed by signal SIGKILL")]
+
+
+@pytest.mark.parametrize("name", ["inline", "process"])
+def test_inline_and_pool_items_run_on_this_host_on_no_ray_node(name):
+    """`where()` inside an item: this machine's host name, no Ray node id, nothing away (the files an item
+    writes are on the driver's disk)."""
+    with make_executor(name, workers=2) as executor:
+        places = {finished.value for finished in executor.run(workload.place, [0, 1])}
+    assert places == {(0, None, socket.gethostname(), False), (1, None, socket.gethostname(), False)}
+    assert where() == Where(node_id=None, host=socket.gethostname())  # outside any run: here

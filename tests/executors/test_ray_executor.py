@@ -11,6 +11,7 @@ module's state moved on. The hermetic scope puts back what can be put back; the 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 
 import pytest
@@ -48,9 +49,12 @@ def test_ray_gives_the_same_outcomes_and_leaves_no_process_or_python_thread():
     with make_executor("ray", workers=2) as executor:
         finished = by_index(list(executor.run(workload.square_or_die, items, started.append)), len(items))
         assert ray.cluster_resources()["CPU"] == 2
+        node = ray.get_runtime_context().get_node_id()
+        places = [finished.value for finished in executor.run(workload.place, [0, 1])]
         assert children() - processes  # Ray's own processes run now
     assert finished == expected
     assert sorted(started) == list(range(len(items)))
+    assert {place[1:] for place in places} == {(node, socket.gethostname(), False)}, "the driver's own node"
     assert not ray.is_initialized()
     assert children() == processes
     assert set(threading.enumerate()) == threads
@@ -75,3 +79,74 @@ def test_ray_fails_a_task_whose_worker_died_and_cancels_a_dropped_run(tmp_path):
         workload.wait_until_gone(int(started.read_text()))
         assert [f.value for f in executor.run(workload.square_or_die, [7])] == [49]
     assert not ray.is_initialized()
+
+
+def test_ray_queues_every_item_and_calls_on_start_when_each_task_starts():
+    """Without `workers`, every item is submitted at once and Ray queues what does not fit: on 2 CPUs, the third
+    one-second item starts only after one of the first two finished, and `on_start` says so (it is called when
+    the task starts on its node, not when it is queued). Reports arrive in order, after the start, before the
+    item's `Finished`."""
+    events: list[tuple] = []
+    with RayExecutor(num_cpus=2) as executor:
+        queued: list[int] = []
+
+        def on_start(index: int) -> None:
+            queued.append(len(executor._in_flight))
+            events.append(("start", index))
+
+        for finished in executor.run(workload.nap, [1.0, 1.0, 1.0, 1.0], on_start):
+            events.append(("finished", finished.index))
+        assert max(queued) == 4, "every item was submitted before the first finished"
+        starts = [index for index, event in enumerate(events) if event[0] == "start"]
+        first_finish = next(index for index, event in enumerate(events) if event[0] == "finished")
+        assert len(starts) == 4 and sorted(starts)[2] > first_finish, "the third started after one finished"
+
+        reports: list[tuple] = []
+        for finished in executor.run(
+            workload.count_aloud,
+            [3, 0, 2],
+            lambda index: reports.append((index, "start")),
+            lambda index, message: reports.append((index, message)),
+        ):
+            reports.append((finished.index, "finished", finished.value))
+    for index, item in enumerate([3, 0, 2]):
+        mine = [event for event in reports if event[0] == index]
+        assert mine == [(index, "start"), *((index, (item, step)) for step in range(item)), (index, "finished", item)]
+
+
+def test_ray_with_workers_keeps_at_most_that_many_items_in_flight():
+    with make_executor("ray", workers=1) as executor:
+        in_flight: list[int] = []
+        on_start = lambda index: in_flight.append(len(executor._in_flight))  # noqa: E731
+        values = [f.value for f in executor.run(workload.square_or_die, [1, 2, 3], on_start)]
+        assert sorted(values) == [1, 4, 9] and in_flight == [1, 1, 1], "one submitted at a time"
+        assert ray.cluster_resources()["CPU"] == 1
+
+
+RAY_SCRIPT = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import workload
+from rlrun.executors import make_executor
+
+with make_executor("ray", workers=1) as executor:
+    finished = sorted(executor.run(workload.square_or_die, [workload.KILL, 3]), key=lambda f: f.index)
+    time.sleep(2)  # Ray's message about the dead worker comes through a thread of its own
+print(json.dumps([f.value for f in finished]))
+"""
+
+
+def test_rays_own_messages_never_reach_stdout():
+    """A worker killed mid-task makes Ray print `(raylet) A worker died ...` from a thread of the driver, to stdout
+    whatever `log_to_driver` says; the executor sends it to stderr, so stdout holds only what the program prints
+    (`rlrun bench --json`)."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(workload.__file__)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", RAY_SCRIPT, here], capture_output=True, text=True, timeout=300, env=env, check=True
+    )
+    assert done.stdout.splitlines() == ["[null, 9]"], done.stdout
+    assert "(raylet)" in done.stderr, "Ray said the worker died (on stderr)"

@@ -105,3 +105,17 @@ def report_then_die(item: int) -> int:
     report((item, 0))
     os.kill(os.getpid(), signal.SIGKILL)
     return item
+
+
+def place(item: object) -> tuple[object, str | None, str, bool]:
+    """The item and where it ran (`rlrun.executors.where()`): node id, host name, away from the driver's node."""
+    from rlrun.executors import where
+
+    here = where()
+    return item, here.node_id, here.host, here.away
+
+
+def nap(seconds: float) -> float:
+    """Sleep `seconds`, then return them (an item that holds its CPU for a while)."""
+    time.sleep(seconds)
+    return seconds

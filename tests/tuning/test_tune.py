@@ -209,3 +209,24 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_interrupts_the_running_
         storage.remove_session()
         storage.engine.dispose()
     assert trial.state == optuna.trial.TrialState.FAIL and "interrupted" in trial.user_attrs["interrupted"]
+
+
+def test_a_sqlite_study_on_a_ray_cluster_of_several_nodes_is_refused_before_any_trial(tmp_path, monkeypatch):
+    """The study's SQLite file is on this machine's disk: slots on another node could not open it. With more than
+    one node alive, the study stops in one line, naming the storage and the fix, before a trial is asked."""
+    pytest.importorskip("ray")
+    from rlrun.executors import RayExecutor
+
+    monkeypatch.setattr(RayExecutor, "nodes", lambda self: 3)
+    out = tmp_path / "tune"
+    with pytest.raises(InvalidArgument) as refused:
+        rlrun.tune(tiny_study(out, executor="ray", address="ray://cluster:10001", report=False), check_leaks=False)
+    message = str(refused.value)
+    assert "is an SQLite file on this machine" in message and "other 2 node(s)" in message
+    assert "--storage postgresql://" in message and "\n" not in message
+    storage = optuna.storages.RDBStorage(f"sqlite:///{out / 'study.db'}")
+    try:
+        assert optuna.load_study(study_name="tune", storage=storage).get_trials() == []
+    finally:
+        storage.remove_session()
+        storage.engine.dispose()

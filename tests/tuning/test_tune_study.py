@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -105,6 +107,9 @@ def test_inline_and_two_workers_finish_the_same_number_of_trials(tmp_path, execu
     assert (result.n_trials, result.completed, result.ran) == (5, 5, 5)
     assert [trial.number for trial in trials] == list(range(5))
     assert all(trial.state == optuna.trial.TrialState.COMPLETE for trial in trials)
+    assert {(trial.user_attrs["rlrun_host"], trial.user_attrs["rlrun_node"]) for trial in trials} == {
+        (socket.gethostname(), None)
+    }, "where each trial ran: this host, on no Ray node"
     if executor == "process":
         pids = {trial.user_attrs["rlrun_pid"] for trial in trials}
         assert len(pids) == 2 and os.getpid() not in pids, "two workers shared the study"
@@ -197,3 +202,66 @@ def test_ctrl_c_fails_the_running_trial_as_interrupted_and_exits_130(tmp_path):
     assert len(interrupted) == 1 and "interrupted" in interrupted[0].user_attrs["interrupted"]
     result = rlrun.tune(load_spec(spec))
     assert (result.n_trials, result.completed) == (2, 2)
+
+
+def _running_pid(database: Path) -> int | None:
+    """The process id recorded on the study's RUNNING trial, read straight from SQLite, read-only."""
+    if not database.is_file():
+        return None
+    connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
+    try:
+        found = connection.execute(
+            "SELECT a.value_json FROM trial_user_attributes a JOIN trials t ON a.trial_id = t.trial_id "
+            "WHERE a.key = 'rlrun_pid' AND t.state = 'RUNNING'"
+        ).fetchone()
+    except sqlite3.OperationalError:  # the tables are not there yet
+        return None
+    finally:
+        connection.close()
+    return None if found is None else int(found[0])
+
+
+def test_a_dead_worker_slot_is_replaced_and_counted(tmp_path):
+    """The pool worker running the first trial is SIGKILLed: that trial fails as interrupted (not counted), the
+    slot is lost, a spare takes its place and the study still ends with `n_trials` completed; the result counts
+    the lost slot."""
+    out = tmp_path / "tune"
+    killed: list[int] = []
+
+    def kill_the_first_trial() -> None:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            pid = _running_pid(out / "study.db")
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_the_first_trial)
+    killer.start()
+    try:
+        result = rlrun.tune(
+            TuneRequest(
+                task="rlrun/CartPole-v1",
+                library="sb3",
+                num_envs=2,
+                iterations=40,
+                n_trials=2,
+                overrides=SB3_SMALL,
+                search_space={"agent.learning_rate": "loguniform(1e-4, 1e-2)"},
+                pruner="none",
+                executor="process",
+                workers=1,
+                out=str(out),
+                report=False,
+            ),
+            check_leaks=False,  # the killer thread ends during the call
+        )
+    finally:
+        killer.join()
+    assert killed and killed[0] != os.getpid()
+    assert (result.lost_slots, result.completed, result.n_trials, result.ran) == (1, 2, 2, 2)
+    first, *rest = trials_of(result.storage, result.study)
+    assert first.state == optuna.trial.TrialState.FAIL and "ended" in first.user_attrs["interrupted"]
+    assert [trial.state for trial in rest] == [optuna.trial.TrialState.COMPLETE] * 2

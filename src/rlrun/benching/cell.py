@@ -11,9 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from rlrun import api
@@ -22,6 +25,9 @@ from rlrun.api.requests import TrainRequest
 from rlrun.api.signals import inner
 from rlrun.errors import UserError
 from rlrun.sweep import evaluation, one_line
+from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder, read_member, unpack_folder
+from rlrun.trust.limits import MAX_JSON_BYTES
+from rlrun.trust.paths import real_folders
 
 ROW_FIELDS = (
     "key",
@@ -46,8 +52,18 @@ ROW_FIELDS = (
     "run_dir",
     "checkpoint",
     "note",
+    "node_id",
+    "host",
 )
-"""The columns of `results.jsonl`, one row per cell."""
+"""The columns of `results.jsonl`, one row per cell. `node_id` and `host` say where the cell ran: the Ray node's id
+(None inline and in the process pool) and the machine's host name."""
+
+RUN_ARCHIVE = "run_archive"
+"""The key of a row that carries its run folder back from another node (never written to `results.jsonl`)."""
+
+MAX_RUN_BYTES = MAX_ARCHIVE_BYTES
+"""The most file bytes (256 MiB) a cell on another Ray node sends back as its run folder; a larger folder fails
+the cell with the reason (write runs to a disk every node shares instead)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,73 @@ def cell_key(request: TrainRequest, eval_episodes: int, seconds: float | None) -
 def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None = None) -> dict[str, Any]:
     """Train (and evaluate) one cell as hermetic calls in this process; return its row. `listener(cell, row)`
     hears every iteration (a progress display, in the process that runs the cell)."""
+    from rlrun.executors import where
+
+    place = where()
+    row = _train(cell, listener)
+    row.update(node_id=place.node_id, host=place.host)
+    if place.away and row["run_dir"] is not None:
+        try:
+            row[RUN_ARCHIVE] = pack_folder(row["run_dir"], MAX_RUN_BYTES)
+        except (UserError, OSError) as error:
+            row.update(status="failed", error=f"sending the run folder back: {one_line(error)}")
+    return row
+
+
+def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, Any]:
+    """`row` with the run folder it carries (a cell that ran on another node, see `run_cell`) written into
+    `log_root` (the driver's) at the same path relative to it as on that node, or beside it with a suffix when a
+    run started in the same second here holds that name; `run_dir` and `checkpoint` name the driver's copy. A row
+    without a folder is returned as it is; one whose folder is refused is failed with the reason. A folder
+    already there with the same `run.json` is that run, on a disk the node and the driver share: it is kept."""
+    row = dict(row)
+    data = row.pop(RUN_ARCHIVE, None)
+    if not isinstance(data, bytes):
+        return row
+    what = f"the run folder sent back by {row['host']!r}"
+    try:
+        relative = Path(str(row["run_dir"])).relative_to(cell.request.log_root)
+        folder = log_root.joinpath(*relative.parts)
+        if not _same_run(folder, data):
+            folder = _claim(log_root, relative.parts)
+            try:
+                unpack_folder(data, log_root, *folder.relative_to(log_root).parts, what=what, limit=MAX_RUN_BYTES)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)  # the folder claimed here a moment ago, links never followed
+                raise
+    except (UserError, OSError, ValueError) as error:
+        return {**row, "status": "failed", "error": f"receiving the run folder: {one_line(error)}"}
+    checkpoint = row.get("checkpoint")
+    if checkpoint is not None:
+        row["checkpoint"] = str(folder / Path(str(checkpoint)).relative_to(str(row["run_dir"])))
+    row["run_dir"] = str(folder)
+    return row
+
+
+def _same_run(folder: Path, data: bytes) -> bool:
+    """Whether `folder` is already the run the archive holds: its `run.json` has the archive's bytes."""
+    manifest = folder / "run.json"
+    if not manifest.is_file() or manifest.is_symlink():
+        return False
+    sent = read_member(data, "run.json", MAX_JSON_BYTES)
+    return sent is not None and manifest.stat().st_size == len(sent) and manifest.read_bytes() == sent
+
+
+def _claim(log_root: Path, parts: tuple[str, ...]) -> Path:
+    """A new, empty folder at `log_root/parts...`, or `<name>_2`, `<name>_3`, ... beside it when that name is
+    taken (claimed by `mkdir`, as `rlrun.runs.new_run_dir` claims run folders)."""
+    parent = real_folders(log_root, *parts[:-1], what="run folder")
+    for counter in range(1, 1000):
+        candidate = parent / (parts[-1] if counter == 1 else f"{parts[-1]}_{counter}")
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"999 run folders named {parts[-1]!r} (with suffixes) already exist in {str(parent)!r}")
+
+
+def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) -> dict[str, Any]:
     reached: list[IterationRow] = []
     started = time.perf_counter()
 

@@ -34,7 +34,8 @@ class BenchPlan:
     cells: tuple[Cell, ...]
     skipped: tuple[dict[str, Any], ...]
     executor: str
-    workers: int
+    workers: int | None
+    """The pool's size; on Ray, at most this many cells queued or running (None: every cell, Ray queues them)."""
     address: str | None
     num_cpus: float
     num_gpus: float
@@ -82,7 +83,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
         cells=tuple(cells),
         skipped=tuple(skipped),
         executor=request.executor,
-        workers=request.workers or (2 if request.executor == "process" else 1),
+        workers=request.workers or (2 if request.executor == "process" else None),
         address=request.address,
         num_cpus=request.num_cpus,
         num_gpus=request.num_gpus,

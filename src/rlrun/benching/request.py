@@ -76,11 +76,11 @@ class BenchRequest:
     out: str = "bench"
     """Folder of `results.jsonl`, `report.md` and `plots/`."""
     log_root: str | None = None
-    """Run directories' root; None: `<out>/runs`. On Ray, a path every node can reach."""
+    """Run directories' root; None: `<out>/runs`. On Ray, cells on other nodes send their run folders back here."""
     executor: str = field(default="inline", metadata={"choices": EXECUTOR_NAMES})
     """`inline` (hermetic calls in this process), `process` (a spawn pool) or `ray`."""
     workers: int | None = field(default=None, metadata={"minimum": 1})
-    """Pool size for `process` (default 2); ignored inline."""
+    """Pool size for `process` (default 2); on Ray, most cells queued or running (default: all); ignored inline."""
     address: str | None = None
     """Ray cluster address; None starts a local Ray instance."""
     num_cpus: float = field(default=1.0, metadata={"above": 0.0})

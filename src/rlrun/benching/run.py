@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from rlrun import runs
 from rlrun.api.metrics import IterationRow
 from rlrun.api.signals import LATCH, termination_delivered
-from rlrun.benching.cell import Cell, run_cell
+from rlrun.benching.cell import Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
 from rlrun.hermetic import Call, hermetic_call
@@ -166,6 +166,8 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
                 if finished.error is not None or not isinstance(row, Mapping):
                     wall = time.perf_counter() - started.get(finished.index, time.perf_counter())
                     row = cell.row(status="failed", error=finished.error or f"no row: {row!r}", wall_s=wall)
+                else:
+                    row = receive_run(dict(row), cell, plan.log_root)  # a cell on another Ray node sent its folder
                 if board is not None:
                     board.finish(cell.key, row["status"], _summary(row))
                 yield dict(row)

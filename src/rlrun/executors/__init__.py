@@ -17,9 +17,11 @@ from rlrun.executors.base import (
     OnProgress,
     Resources,
     ResourcesFor,
+    Where,
     death_reason,
     describe_exception,
     report,
+    where,
 )
 from rlrun.executors.inline import InlineExecutor
 from rlrun.executors.process import ProcessExecutor
@@ -41,9 +43,10 @@ def make_executor(
 ) -> Executor:
     """The executor called `name`, ready to use as a context manager.
 
-    - `workers`: how many items run at once: the pool's size (default: the CPU count); for a local Ray
-      instance, its CPUs are `workers` x the items' `num_cpus` (default: Ray's own count). Inline runs one
-      at a time and ignores it, and so does Ray with an `address` (the cluster decides).
+    - `workers`: how many items run at once: the pool's size (default: the CPU count); on Ray, at most this
+      many items queued or running (default: every item is submitted and Ray queues them), and a local
+      instance's CPUs are `workers` x the items' `num_cpus` (default: Ray's own count). Inline runs one at a
+      time and ignores it.
     - `address`: a Ray cluster to connect to (`ray` only).
     - `resources`: what each item needs (`ray` only; the pool runs one item per worker).
     """
@@ -70,8 +73,10 @@ __all__ = [
     "RayExecutor",
     "Resources",
     "ResourcesFor",
+    "Where",
     "death_reason",
     "describe_exception",
     "make_executor",
     "report",
+    "where",
 ]

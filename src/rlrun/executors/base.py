@@ -22,6 +22,7 @@ running; leaving the context stops everything.
 from __future__ import annotations
 
 import signal
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -116,7 +117,8 @@ _sinks: list[Callable[[Any], None]] = []
 def report(message: Any) -> None:
     """Hand `message` (small and picklable: a training's iteration, steps/s, return) from inside an item's
     function to the `on_progress` of the run that runs the item: directly inline, through the worker's pipe
-    in a pool. Dropped where nothing listens: on Ray, or when the function is called outside an executor."""
+    in a pool, through the run's inbox actor on Ray. Dropped where nothing listens: outside an executor, or in a
+    run without `on_start` and `on_progress`."""
     if _sinks:
         _sinks[-1](message)
 
@@ -133,6 +135,35 @@ def reporting_to(sink: Callable[[Any], None] | None) -> Iterator[None]:
 
 def _drop(message: Any) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an item's function runs: the Ray node's id (None off Ray), the host's name, and whether that node is
+    not the driver's (`away`: the files the function writes stay on that node unless it sends them back)."""
+
+    node_id: str | None
+    host: str
+    away: bool = False
+
+
+_places: list[Where] = []
+
+
+def where() -> Where:
+    """Where the calling item's function runs: what the Ray executor set for its task, else this host (inline
+    and the process pool run on the driver's machine, so nothing they write is away)."""
+    return _places[-1] if _places else Where(node_id=None, host=socket.gethostname())
+
+
+@contextmanager
+def placed(place: Where) -> Iterator[None]:
+    """`where()` is `place` in the block (the Ray executor's task, around the item's function)."""
+    _places.append(place)
+    try:
+        yield
+    finally:
+        _places.pop()
 
 
 def describe_exception(error: BaseException) -> str:

@@ -8,13 +8,22 @@ session already open in this process (someone else's `ray.init`) is used as it i
   same one line as on the other executors; a task whose worker dies (SIGKILL, segfault, out of memory) fails
   its item with `worker died: ...` and is not retried (`max_retries=0`: a cell that kills its worker would
   only kill it again).
-- Items are submitted as the cluster's total CPUs and GPUs allow, so `on_start(index)` is called when an item
-  can start rather than when it is queued (on a shared cluster, other jobs may still hold it back).
-- Leaving the context, dropping a run half-way or Ctrl-C cancels the tasks still running (`ray.cancel(force=True)`).
+- Every item is submitted at once, as a task with the CPUs and GPUs it asks for, and Ray queues them and places
+  each on a node with room (`workers`, when given, bounds how many are submitted and not yet finished).
+  `on_start(index)` is called when a task starts on its node, not when it is queued, and `report(message)`
+  inside `function` reaches `on_progress` (through a small actor the run's tasks report into, drained between
+  waits; each task's messages arrive before its `Finished`).
+- An item that needs more CPUs or GPUs than a local instance has fails at once; on a cluster it waits (the
+  cluster may grow).
+- Leaving the context, dropping a run half-way or Ctrl-C cancels the tasks still queued or running
+  (`ray.cancel(force=True)`).
+- `where()` inside `function` gives the task's node id and host, and whether that node is the driver's: a
+  bench cell on another node sends its run folder back with its row (`rlrun.benching.cell`).
+- Ray's own messages (`(raylet) ...`) go to stderr, never stdout, and the workers' output is not printed here
+  (`log_to_driver=False`): stdout is rlrun's (`--json`).
 - A local instance's workers get this process's `sys.path` (`PYTHONPATH` in the job's runtime environment), so
   that a function importable here is importable there, as in the process pool. On a cluster, the function's
-  module must be installed on every node (rlrun itself, for the bench), and run directories must go to a
-  `log_root` that every node can reach.
+  module must be installed on every node (rlrun itself, for the bench).
 
 Ray is not hermetic: `ray.init` starts processes and threads in this process that `ray.shutdown` does not all
 stop (see the tests in `tests/executors/test_ray_executor.py` for what is left).
@@ -22,26 +31,110 @@ stop (see the tests in `tests/executors/test_ray_executor.py` for what is left).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
+import socket
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
-from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
+from rlrun.executors.base import (
+    Executor,
+    Finished,
+    OnProgress,
+    Resources,
+    ResourcesFor,
+    Where,
+    describe_exception,
+    placed,
+    reporting_to,
+)
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
 
 
-def _call(function: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
-    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised."""
+class _Inbox:
+    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them."""
+
+    def __init__(self) -> None:
+        self._messages: list[tuple[int, bool, Any]] = []
+
+    def put(self, index: int, started: bool, message: Any) -> None:
+        self._messages.append((index, started, message))
+
+    def drain(self) -> list[tuple[int, bool, Any]]:
+        messages, self._messages = self._messages, []
+        return messages
+
+    def flush(self) -> None:
+        """Nothing: a caller that waits on it knows that every `put` it sent before has been taken."""
+
+
+def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any) -> tuple[bool, Any]:
+    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()` tells
+    `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the driver
+    is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it started and
+    sends it every `report` of `function`; all have arrived when the task returns."""
+    ray = importlib.import_module("ray")
+    node = _node_id(ray)
+    place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
+    sink = None
+    if inbox is not None:
+        # Waited for: the connection to the inbox is made now, not in the middle of `function` (a hermetic call
+        # that would see the connection's socket appear).
+        with contextlib.suppress(Exception):
+            ray.get(inbox.put.remote(index, True, None))
+
+        def sink(message: Any) -> None:
+            inbox.put.remote(index, False, message)
+
     try:
-        return True, function(item)
+        with placed(place), reporting_to(sink):
+            return True, function(item)
     except Exception as error:
         return False, describe_exception(error)
+    finally:
+        if inbox is not None:
+            with contextlib.suppress(Exception):  # the run is gone: nobody waits for the messages
+                ray.get(inbox.flush.remote())
+
+
+def _node_id(ray: Any) -> str | None:
+    """The id of the Ray node this process runs on (None where Ray cannot say: a Ray Client driver)."""
+    try:
+        node = ray.get_runtime_context().get_node_id()
+    except Exception:
+        return None
+    return node if isinstance(node, str) else None
+
+
+def _messages_to_stderr() -> Callable[[], None] | None:
+    """Send the messages Ray's driver prints on its own (`(raylet) A worker died ...`, which Ray writes to stdout
+    whatever `log_to_driver` says) to stderr, so that stdout holds only what rlrun prints (`--json`); returns
+    what puts Ray's printer back. None where Ray's private printer is not where Ray 2.x keeps it."""
+    try:
+        module = importlib.import_module("ray._private.worker")
+    except ImportError:
+        return None
+    original = getattr(module, "print_to_stdstream", None)
+    if not callable(original):
+        return None
+
+    def to_stderr(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return original({**data, "is_err": True}, *args, **kwargs)
+
+    setattr(module, "print_to_stdstream", to_stderr)  # noqa: B010 (Ray's private printer: no stub for it)
+
+    def restore() -> None:
+        if getattr(module, "print_to_stdstream", None) is to_stderr:
+            setattr(module, "print_to_stdstream", original)  # noqa: B010
+
+    return restore
 
 
 def _import_ray() -> Any:
@@ -59,7 +152,8 @@ class RayExecutor(Executor):
     - `address`: a cluster to connect to (`ray.init(address=...)`); None starts a local instance.
     - `resources`: what every item needs, or a function of the item that returns its `Resources`.
     - `num_cpus`, `num_gpus`: the local instance's size (default: what Ray detects); ignored with an address.
-    - `workers`: shorthand for `num_cpus`: the local instance gets enough CPUs for `workers` items at once.
+    - `workers`: at most this many items submitted and not finished (default: every item at once, Ray queues
+      them); a local instance also gets enough CPUs for `workers` items at once unless `num_cpus` is given.
     - `runtime_env`: the job's Ray runtime environment (default: this process's `sys.path` for a local
       instance, nothing for a cluster).
     - `log_to_driver`: print the workers' output here (off by default: the bench shows its own progress).
@@ -88,15 +182,23 @@ class RayExecutor(Executor):
             per_item = resources.num_cpus if isinstance(resources, Resources) else 1.0
             num_cpus = max(1, math.ceil(workers * per_item))
         self.address = address
+        self.workers = workers
         self.resources = resources
         self.num_cpus = num_cpus
         self.num_gpus = num_gpus
         self.runtime_env = runtime_env
         self.log_to_driver = log_to_driver
         self._remote: Any = None
+        self._home: str | None = None
+        """The driver's node id (None: a driver on no node, a Ray Client)."""
         self._owned = False
         """Whether this executor called `ray.init` (and so calls `ray.shutdown`)."""
-        self._in_flight: dict[Any, tuple[int, Resources]] = {}
+        self._quiet: Callable[[], None] | None = None
+        """Puts back where Ray prints its own messages (see `_messages_to_stderr`)."""
+        self._inbox: Any = None
+        self._capacity: Resources | None = None
+        """A local instance's CPUs and GPUs (read once: it never grows); None on a cluster."""
+        self._in_flight: dict[Any, int] = {}
         self._running = False
         self._closed = False
 
@@ -109,9 +211,19 @@ class RayExecutor(Executor):
         try:
             self._cancel_in_flight()
         finally:
-            if self._owned:
-                self._owned = False
-                self._ray.shutdown(wait_for_processes=True)
+            try:
+                if self._owned:
+                    self._owned = False
+                    self._ray.shutdown(wait_for_processes=True)  # joins the thread that prints Ray's messages
+            finally:
+                quiet, self._quiet = self._quiet, None
+                if quiet is not None:
+                    quiet()
+
+    def nodes(self) -> int:
+        """How many nodes of the cluster are alive now (connecting first, starting a local instance if need be)."""
+        self._connect()
+        return sum(1 for node in self._ray.nodes() if node.get("Alive"))
 
     # --- internals ----------------------------------------------------------------------------------------------
 
@@ -132,8 +244,14 @@ class RayExecutor(Executor):
             if self.address is None:
                 options.update(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
             self._owned = True
+            self._quiet = _messages_to_stderr()
             ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
         self._remote = ray.remote(max_retries=0)(_call)
+        self._inbox = ray.remote(num_cpus=0, max_restarts=0)(_Inbox)
+        self._home = _node_id(ray)
+        if self.address is None:
+            total = ray.cluster_resources()
+            self._capacity = Resources(num_cpus=float(total.get("CPU", 0.0)), num_gpus=float(total.get("GPU", 0.0)))
 
     def _needs(self, item: Any) -> Resources:
         if isinstance(self.resources, Resources):
@@ -150,61 +268,80 @@ class RayExecutor(Executor):
         on_start: Callable[[int], None] | None,
         on_progress: OnProgress | None,
     ) -> Iterator[Finished]:
-        # A Ray task's `report`s are dropped (it has no sink): its item shows as running until it finishes.
         ray = self._ray
+        inbox = None
+        started: set[int] = set()
         try:
             if not items:
                 return
             self._connect()
-            total = ray.cluster_resources()
-            capacity = Resources(num_cpus=float(total.get("CPU", 0.0)), num_gpus=float(total.get("GPU", 0.0)))
-            next_index = 0
-            while next_index < len(items) or self._in_flight:
-                while next_index < len(items):
-                    index = next_index
-                    try:
-                        needs = self._needs(items[index])
-                    except Exception as error:
-                        next_index += 1
-                        yield Finished(index, error=describe_exception(error))
-                        continue
-                    if not self._fits(needs, capacity):
-                        if self._in_flight:
-                            break  # wait for room
-                        if self.address is None:  # a local instance never grows
-                            next_index += 1
-                            yield Finished(index, error=self._too_big(needs, capacity))
-                            continue
-                    next_index += 1
-                    try:
-                        ref = self._remote.options(num_cpus=needs.num_cpus, num_gpus=needs.num_gpus).remote(
-                            function, items[index]
-                        )
-                    except Exception as error:  # the function or item does not serialise
-                        yield Finished(index, error=f"the item could not be sent to Ray: {describe_exception(error)}")
-                        continue
-                    self._in_flight[ref] = (index, needs)
-                    if on_start is not None:
-                        on_start(index)
+            if on_start is not None or on_progress is not None:
+                inbox = self._inbox.remote()
+            pending = deque(range(len(items)))
+            while pending or self._in_flight:
+                while pending and (self.workers is None or len(self._in_flight) < self.workers):
+                    index = pending.popleft()
+                    failure = self._submit(function, items[index], index, inbox)
+                    if failure is not None:
+                        yield failure
                 if not self._in_flight:
                     continue
                 ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=WAIT_S)
+                if inbox is not None:
+                    self._deliver(inbox, started, on_start, on_progress)
                 for ref in ready:
-                    index, _ = self._in_flight.pop(ref)
+                    index = self._in_flight.pop(ref)
+                    if on_start is not None and index not in started:  # it died before it could say it started
+                        started.add(index)
+                        on_start(index)
                     yield self._outcome(index, ref)
         finally:
             self._running = False
             if not self._closed:
                 self._cancel_in_flight()
+            if inbox is not None:
+                with contextlib.suppress(Exception):
+                    ray.kill(inbox)
 
-    def _fits(self, needs: Resources, capacity: Resources) -> bool:
-        used_cpus = sum(held.num_cpus for _, held in self._in_flight.values())
-        used_gpus = sum(held.num_gpus for _, held in self._in_flight.values())
-        slack = 1e-9
-        return (
-            used_cpus + needs.num_cpus <= capacity.num_cpus + slack
-            and used_gpus + needs.num_gpus <= capacity.num_gpus + slack
-        )
+    def _submit(self, function: Callable[[Any], Any], item: Any, index: int, inbox: Any) -> Finished | None:
+        """Queue the item's task; a `Finished` with the reason when it cannot be queued."""
+        try:
+            needs = self._needs(item)
+        except Exception as error:
+            return Finished(index, error=describe_exception(error))
+        capacity = self._capacity
+        if capacity is not None and not (
+            needs.num_cpus <= capacity.num_cpus + 1e-9 and needs.num_gpus <= capacity.num_gpus + 1e-9
+        ):
+            return Finished(index, error=self._too_big(needs, capacity))
+        try:
+            ref = self._remote.options(num_cpus=needs.num_cpus, num_gpus=needs.num_gpus).remote(
+                function, item, self._home, index, inbox
+            )
+        except Exception as error:  # the function or item does not serialise
+            return Finished(index, error=f"the item could not be sent to Ray: {describe_exception(error)}")
+        self._in_flight[ref] = index
+        return None
+
+    def _deliver(
+        self,
+        inbox: Any,
+        started: set[int],
+        on_start: Callable[[int], None] | None,
+        on_progress: OnProgress | None,
+    ) -> None:
+        """Hand what the tasks reported since the last look to `on_start` and `on_progress`, in order."""
+        try:
+            messages = self._ray.get(inbox.drain.remote())
+        except Exception:  # the inbox died: the items still run, unseen until they finish
+            return
+        for index, start, message in messages:
+            if index not in started:
+                started.add(index)
+                if on_start is not None:
+                    on_start(index)
+            if not start and on_progress is not None:
+                on_progress(index, message)
 
     @staticmethod
     def _too_big(needs: Resources, capacity: Resources) -> str:

@@ -85,6 +85,10 @@ class TuneRequest:
     """Trials at once for `process` and `ray` (default 2); inline runs one."""
     address: str | None = None
     """Ray cluster address; None starts a local Ray instance."""
+    num_cpus: float = field(default=1.0, metadata={"above": 0.0})
+    """CPUs per trial (Ray)."""
+    num_gpus: float = field(default=0.0, metadata={"at_least": 0.0})
+    """GPUs per trial (Ray)."""
     heartbeat_s: int = field(default=10, metadata={"minimum": 1})
     """Seconds between a running trial's heartbeats in the storage."""
     grace_s: int = field(default=120, metadata={"minimum": 1})
@@ -118,6 +122,9 @@ class TuneResult:
     trials: Path
     """`<out>/trials.csv`."""
     report: Path | None
+    lost_slots: int = 0
+    """Worker slots that died (a process killed, a Ray node lost); each one's trial failed as interrupted, and a
+    spare slot took its place while spares lasted (as many as `workers`)."""
 
 
 SPEC_KEYS = tuple(item.name for item in dataclasses.fields(TuneRequest))

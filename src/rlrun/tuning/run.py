@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from typing import Any
 
 from rlrun import runs
@@ -54,7 +55,7 @@ def tune_in_call(call: Call, request: TuneRequest, echo: bool = False) -> TuneRe
             storage = studies.open_storage(plan.storage, plan.worker.heartbeat_s, plan.worker.grace_s)
         try:
             study = _open_study(plan, storage)
-            rows = _execute(plan, study, storage)
+            rows = _execute(plan, study, storage, (request.num_cpus, request.num_gpus))
             return _finish(call, plan, study, rows)
         finally:
             studies.close_storage(storage)
@@ -88,31 +89,54 @@ def _open_study(plan: TunePlan, storage: Any) -> Any:
     return study
 
 
-def _execute(plan: TunePlan, study: Any, storage: Any) -> list[dict[str, Any]]:
-    """Run the worker slots on the plan's executor; whatever stops them, fail the trials they left running."""
+def _execute(plan: TunePlan, study: Any, storage: Any, needs: tuple[float, float]) -> list[dict[str, Any]]:
+    """Run the worker slots on the plan's executor (on Ray, each slot a task with `needs`: a trial's CPUs and
+    GPUs); whatever stops them, fail the trials they left running."""
     from rlrun.executors import Resources, make_executor
     from rlrun.tuning import storage as studies
     from rlrun.tuning import worker as tuning
 
-    slots = [dataclasses.replace(plan.worker, slot=index) for index in range(plan.workers)]
+    # `workers` slots run at once; as many spares wait behind them, each starting when a slot ends: one that takes
+    # a dead slot's place asks the trials that slot would have, one that starts after a slot that finished finds
+    # the study full and ends at once.
+    slots = [dataclasses.replace(plan.worker, slot=index) for index in range(2 * plan.workers)]
     executor = make_executor(
         plan.executor,
         workers=plan.workers,
         address=plan.address,
-        resources=Resources(num_cpus=1.0, num_gpus=0.0),
+        resources=Resources(num_cpus=needs[0], num_gpus=needs[1]),
     )
     rows: list[dict[str, Any]] = []
     try:
         with executor:
+            _check_shared(plan, executor)
             for finished in executor.run(tuning.run_worker, slots):
                 if finished.error is not None:
                     rows.append({"number": None, "state": "WORKER", "error": finished.error})
+                    if plan.worker.echo:
+                        print(f"tune: a worker slot was lost ({finished.error})", file=sys.stderr, flush=True)
                 else:
                     rows.extend(finished.value)
     finally:
         with studies.storage_lock(plan.worker.lock):
             studies.reap(study, storage, locked=plan.worker.lock is not None)
     return rows
+
+
+def _check_shared(plan: TunePlan, executor: Any) -> None:
+    """Refuse, before any trial starts, a SQLite study file on a Ray cluster of several nodes: the file (and its
+    lock) is on this machine's disk, which the slots on other nodes cannot open."""
+    from rlrun.executors import RayExecutor
+
+    if plan.worker.lock is None or not isinstance(executor, RayExecutor):
+        return
+    nodes = executor.nodes()
+    if nodes > 1:
+        raise InvalidArgument(
+            f"--storage {plan.storage!r} is an SQLite file on this machine, which the slots on the other "
+            f"{nodes - 1} node(s) of the Ray cluster cannot open; give --storage postgresql://user@host/db (a "
+            "database every node reaches), or run the study on one node."
+        )
 
 
 def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) -> TuneResult:
@@ -151,6 +175,7 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         pruned=sum(trial.state == TrialState.PRUNED for trial in trials),
         failed=sum(trial.state == TrialState.FAIL and "error" in trial.user_attrs for trial in trials),
         ran=sum(row.get("number") is not None for row in rows),
+        lost_slots=sum(row.get("state") == "WORKER" for row in rows),
         best_trial=None if best is None else best.number,
         best_value=None if best is None else best.value,
         best_params=best_params,

@@ -38,6 +38,7 @@ from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.api.signals import LATCH, inner
 from rlrun.errors import TrainingStopped
+from rlrun.executors import where
 from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
 from rlrun.tuning.storage import (
@@ -173,6 +174,7 @@ def _ask(study: optuna.Study, storage: optuna.storages.RDBStorage, distributions
         storage.record_heartbeat(trial._trial_id)
         trial.set_user_attr("rlrun_host", owner.host)
         trial.set_user_attr("rlrun_pid", owner.pid)
+        trial.set_user_attr("rlrun_node", where().node_id)
     except BaseException:
         _fail(study, trial, interrupted="interrupted before it started")
         raise
