@@ -230,3 +230,15 @@ def test_a_sqlite_study_on_a_ray_cluster_of_several_nodes_is_refused_before_any_
     finally:
         storage.remove_session()
         storage.engine.dispose()
+
+
+def test_a_module_task_keeps_its_module_in_every_trials_request(tmp_path):
+    """A pool or Ray worker imports the module itself: the trial request must still name it."""
+    from rlrun.hermetic import hermetic_call
+    from rlrun.tuning.planning import plan_tune
+
+    request = tiny_study(tmp_path / "tune", task="dying_task:RlrunTestDying-v0", library="sb3")
+    with hermetic_call(name="test") as call:
+        plan = plan_tune(call, request)
+    assert plan.worker.request.task == "dying_task:RlrunTestDying-v0"
+    assert not (tmp_path / "tune").exists()

@@ -153,9 +153,8 @@ def _trial_request(call: Call, request: TuneRequest, seed: int, log_root: Path, 
         plan = plan_train(call, base)
     except UserError as error:
         raise type(error)(f"tune: {error}") from None
-    return dataclasses.replace(
+    return dataclasses.replace(  # the task as asked: a `module:id` keeps its module, which a worker imports
         base,
-        task=plan.task,
         library=plan.library.name,
         algorithm=plan.algorithm,
         ml_framework=plan.ml_framework,
