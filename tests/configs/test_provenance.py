@@ -163,3 +163,15 @@ def test_tunes_best_yaml_repeats_the_best_trials_first_seed(tmp_path):
         )
     )
     assert rows(again.run_dir) == rows(first_seed)
+
+
+def test_a_bench_row_names_its_configuration_source(tmp_path):
+    bench = rlrun.bench(
+        rlrun.BenchRequest(
+            tasks=("rlrun/CartPole-v1",), runs=("sb3",), seeds=(0,), iterations=1, num_envs=4,
+            out=str(tmp_path / "bench"), report=False,
+        )
+    )  # fmt: skip
+    row = json.loads((bench.out / "results.jsonl").read_text().splitlines()[0])
+    assert row["config_source"]["from"] == "rlrun" and row["config_source"]["path"] == "sb3/ppo/rlrun/CartPole-v1.yaml"
+    assert row["config_source"]["fitted"] == {"batch_size": {"from": 512, "to": 64}}

@@ -93,3 +93,5 @@ def test_the_configuration_source_comes_from_the_row_else_run_json_read_as_bound
         "rl_zoo3: rl_zoo3/hyperparams/ppo.yml [Pendulum-v1]"
     )
     assert config_text("rlrun: sb3/ppo/default.yaml") == "rlrun: sb3/ppo/default.yaml" and config_text(3) is None
+    fitted = {"from": "rlrun", "path": "sb3/ppo/rlrun/CartPole-v1.yaml", "fitted": {"batch_size": {"to": 64}}}
+    assert config_text(fitted) == "rlrun: ppo/rlrun/CartPole-v1.yaml (minibatch fitted to num_envs)"

@@ -196,6 +196,9 @@ class TrainResult:
     videos: tuple[Path, ...] = ()
     status: str = "completed"
     """`completed`, or `stopped` when `on_iteration` asked the training to stop early (a pruned trial)."""
+    agent_config: dict[str, Any] = field(default_factory=dict)
+    """Where the agent configuration came from: run.json's `agent_config` (`from`, `path`, the overrides, what was
+    fitted to `num_envs`, the params files' SHA-256)."""
 
 
 @dataclass(frozen=True)

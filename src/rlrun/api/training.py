@@ -161,6 +161,7 @@ def _result(
         wall_time_s=wall,
         videos=video.files() if video else (),
         status=status,
+        agent_config=dict(record.manifest.get("agent_config") or {}),
     )
 
 

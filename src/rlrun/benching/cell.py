@@ -54,9 +54,11 @@ ROW_FIELDS = (
     "note",
     "node_id",
     "host",
+    "config_source",
 )
 """The columns of `results.jsonl`, one row per cell. `node_id` and `host` say where the cell ran: the Ray node's id
-(None inline and in the process pool) and the machine's host name."""
+(None inline and in the process pool) and the machine's host name. `config_source`: where the cell's agent
+configuration came from (`TrainResult.agent_config` less the params hashes), for the report's column."""
 
 RUN_ARCHIVE = "run_archive"
 """The key of a row that carries its run folder back from another node (never written to `results.jsonl`)."""
@@ -209,6 +211,7 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         time_to_threshold_s=reached[0].wall_s if reached else None,
         steps_to_threshold=reached[0].env_steps if reached else None,
         run_dir=str(result.run_dir),
+        config_source={key: value for key, value in result.agent_config.items() if key != "sha256"},
         checkpoint=None if result.checkpoint is None else str(result.checkpoint),
     )
     if cell.eval_episodes and result.checkpoint is not None:

@@ -156,7 +156,8 @@ def config_text(source: Any) -> str | None:
     entry = source.get("entry")
     if isinstance(entry, str) and entry:
         name = f"{name} [{entry[:60]}]" if name else entry[:60]
-    return f"{origin}: {name}" if name else origin
+    text = f"{origin}: {name}" if name else origin
+    return f"{text} (minibatch fitted to num_envs)" if source.get("fitted") else text
 
 
 def read_config_source(run_dir: Path | None) -> str | None:
