@@ -54,6 +54,12 @@ BENCHMARKS_ON_PAGE = (
     ),
     Benchmark("time_to_solve", "Time to solve", "python benchmarks/time_to_solve.py --save"),
     Benchmark("startup", "Start-up and first-call imports", "python benchmarks/startup.py --save"),
+    Benchmark("time_to_answer", "Time to an answer", "python benchmarks/time_to_answer.py --save"),
+    Benchmark(
+        "envpool_throughput",
+        "EnvPool against Gymnasium's vector envs",
+        "python benchmarks/envpool_throughput.py --save",
+    ),
     Benchmark("memory_growth", "Memory over repeated calls", "python benchmarks/memory_growth.py --save"),
     Benchmark(
         "gpu",

@@ -92,7 +92,7 @@ class BenchRequest:
     force: bool = False
     """Rerun every cell, finished or not."""
     report: bool = field(default=True, metadata={"flag": "--no_report", "negate": True})
-    """Write `report.md` and `plots/` at the end; `--no_report` leaves them out."""
+    """`--no_report` (`report=False`): leave `report.md` and `plots/` out (`rlrun report` writes them later)."""
     name: str | None = None
     """The bench's name (the run directories' experiment folder); None: the out folder's name."""
 
