@@ -38,11 +38,28 @@ LAYERS = {
     "reports": ("rlrun.errors", "rlrun.trust", "rlrun.reports"),
     "executors": ("rlrun.errors", "rlrun.executors"),
     "progress.py": (),
+    "signals.py": ("rlrun.errors",),
     "rollout.py": ("rlrun.progress", "rlrun.envs"),
-    "api": (*BELOW_API, "rlrun.rollout", "rlrun.progress", "rlrun.api"),
+    "api": (*BELOW_API, "rlrun.rollout", "rlrun.progress", "rlrun.signals", "rlrun.api"),
     "sweep.py": ("rlrun.errors", "rlrun.trust", "rlrun.runs", "rlrun.api"),
-    "benching": (*BELOW_API, "rlrun.api", "rlrun.sweep", "rlrun.reports", "rlrun.executors", "rlrun.benching"),
-    "tuning": (*BELOW_API, "rlrun.api", "rlrun.sweep", "rlrun.reports", "rlrun.executors", "rlrun.tuning"),
+    "benching": (
+        *BELOW_API,
+        "rlrun.api",
+        "rlrun.signals",
+        "rlrun.sweep",
+        "rlrun.reports",
+        "rlrun.executors",
+        "rlrun.benching",
+    ),
+    "tuning": (
+        *BELOW_API,
+        "rlrun.api",
+        "rlrun.signals",
+        "rlrun.sweep",
+        "rlrun.reports",
+        "rlrun.executors",
+        "rlrun.tuning",
+    ),
     "cli": (
         "rlrun.errors",
         "rlrun.trust",
@@ -51,6 +68,7 @@ LAYERS = {
         "rlrun.tuning",
         "rlrun.sweep",
         "rlrun.progress",
+        "rlrun.signals",
         "rlrun.cli",
         "rlrun.hermetic",
         "rlrun.envs",
@@ -152,11 +170,11 @@ def test_no_package_shadows_a_public_name():
     assert sorted((packages | modules) & (names - {"errors"})) == []
 
 
-def test_no_module_is_longer_than_400_lines_and_api_stays_under_2700():
+def test_no_module_is_longer_than_400_lines_and_api_stays_under_2500():
     """`api/` is one hermetic call; its budget is what shows a subsystem (a sweep, a report) landing there."""
     lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in SOURCE.rglob("*.py")}
     assert sorted(str(path.relative_to(SOURCE)) for path, count in lengths.items() if count > 400) == []
-    assert sum(count for path, count in lengths.items() if path.is_relative_to(SOURCE / "api")) < 2700
+    assert sum(count for path, count in lengths.items() if path.is_relative_to(SOURCE / "api")) < 2500
 
 
 CORE = (

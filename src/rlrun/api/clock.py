@@ -6,7 +6,7 @@ caller's `on_iteration` whether to go on, and writes the row to the run's `metri
 `rlrun/*` TensorBoard scalars (`rlrun.api.metrics`): the first row at once, later ones at most once a
 second (`WRITE_INTERVAL_S`), and every row when the training ends, however it ends. A killed run keeps
 its rows up to the last second. At any step it raises `TrainingStopped` once a stop was
-asked for: by `on_iteration`, or by a signal (`rlrun.api.signals`). The adapter saves a checkpoint as the
+asked for: by `on_iteration`, or by a signal (`rlrun.signals`). The adapter saves a checkpoint as the
 exception passes through it.
 """
 

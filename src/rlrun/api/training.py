@@ -13,12 +13,12 @@ from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
 from rlrun.api.session import Video, check_resume_fit, console, session
-from rlrun.api.signals import LATCH, signals_held, stop_signals, termination_delivered
 from rlrun.configs.provenance import params_files, recorded_source
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.libraries.base import TrainJob, TrainOutcome
 from rlrun.progress import Progress
+from rlrun.signals import LATCH, signals_held, stop_signals, termination_delivered
 
 if TYPE_CHECKING:
     from rlrun.envs import EpisodeStatistics

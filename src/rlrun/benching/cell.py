@@ -22,8 +22,8 @@ from typing import Any
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
-from rlrun.api.signals import inner
 from rlrun.errors import UserError
+from rlrun.signals import inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder, read_member, unpack_folder
 from rlrun.trust.limits import MAX_JSON_BYTES

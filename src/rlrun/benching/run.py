@@ -26,12 +26,12 @@ from typing import Any, Protocol
 
 from rlrun import runs
 from rlrun.api.metrics import IterationRow
-from rlrun.api.signals import LATCH, termination_delivered
 from rlrun.benching.cell import Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.reports.results import MAX_RESULTS_BYTES
+from rlrun.signals import LATCH, termination_delivered
 from rlrun.trust.limits import file_size_within, parse_json
 
 RESULTS_FILE = "results.jsonl"

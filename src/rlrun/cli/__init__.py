@@ -51,7 +51,7 @@ _CONSOLE: contextvars.ContextVar[bool] = contextvars.ContextVar("rlrun_console",
 def _exit_code(argv: Sequence[str] | None) -> int:
     import warnings
 
-    from rlrun.api.signals import inner
+    from rlrun.signals import inner
 
     arguments = list(sys.argv[1:] if argv is None else argv)
     stderr = sys.stderr
@@ -89,13 +89,13 @@ def console() -> NoReturn:
 
 
 def _interrupt_latch(arguments: list[str]) -> Any:
-    """For the commands that train, `rlrun.api.signals.LATCH` around the whole call, so that a Ctrl-C that
+    """For the commands that train, `rlrun.signals.LATCH` around the whole call, so that a Ctrl-C that
     Python drops in a finalizer while the command plans or imports is not lost; the others import nothing."""
     import contextlib
 
     if not arguments or arguments[0] not in ("train", "bench", "tune"):
         return contextlib.nullcontext()
-    from rlrun.api.signals import LATCH
+    from rlrun.signals import LATCH
 
     return LATCH.installed()
 

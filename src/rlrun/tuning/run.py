@@ -24,10 +24,10 @@ from typing import Any
 
 from rlrun import runs
 from rlrun.api.planning import plan_train
-from rlrun.api.signals import termination_delivered
 from rlrun.configs.provenance import commented
 from rlrun.errors import InvalidArgument
 from rlrun.hermetic import Call, hermetic_call
+from rlrun.signals import termination_delivered
 from rlrun.tuning.planning import TunePlan, plan_tune
 from rlrun.tuning.request import BEST_FILE, TuneRequest, TuneResult
 

@@ -36,9 +36,9 @@ from optuna.trial import TrialState
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
-from rlrun.api.signals import LATCH, inner
 from rlrun.errors import TrainingStopped
 from rlrun.executors import where
+from rlrun.signals import LATCH, inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
 from rlrun.tuning.storage import (

@@ -9,12 +9,20 @@ import contextvars
 import signal
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from rlrun.api.clock import IterationClock
 from rlrun.errors import TrainingStopped
 
 SIGNAL_REASONS = {"SIGINT": "interrupted", "SIGTERM": "terminated"}
+
+
+class Stoppable(Protocol):
+    """What a signal stops: a training's clock (`rlrun.api.clock.IterationClock`)."""
+
+    stop_reason: str | None
+    immediate: bool
+
+    def request_stop(self, reason: str) -> None: ...
 
 
 class InterruptLatch:
@@ -64,7 +72,7 @@ LATCH = InterruptLatch()
 
 
 @contextlib.contextmanager
-def stop_signals(clock: IterationClock) -> Iterator[None]:
+def stop_signals(clock: Stoppable) -> Iterator[None]:
     """Within the block, a first SIGINT or SIGTERM asks `clock` to stop (the library finishes its step and the
     adapter saves a checkpoint); a second one stops at once while the library trains (`clock.interruptible`),
     and is only noted elsewhere (the run's last manifest write). Only the main thread can take signals;
