@@ -102,6 +102,10 @@ class TrainingStopped(KeyboardInterrupt):
         """The run directory of the stopped training, once known."""
         self.checkpoint: object = None
         """The last checkpoint the stopped training left, if any."""
+        self.row: dict[str, object] | None = None
+        """A bench cell's result row, when the training was one (`rlrun.benching.cell`)."""
+        self.bench: object = None
+        """The out folder of the bench it stopped, once known."""
 
     @property
     def exit_code(self) -> int:

@@ -89,7 +89,74 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_between_two_cells_stops_the_b
         rlrun.bench(small_bench(out, seeds=(0, 1, 2), iterations=200))
     assert raised.value.reason == "interrupted"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert [row["status"] for row in lines(out)] == ["completed"]  # the second cell never trained to its end
+    assert [row["status"] for row in lines(out)] == ["completed", "interrupted"]  # the second stopped at its start
+
+
+class CtrlCAt:
+    """A bench display that presses Ctrl-C (a real SIGINT to this process) when a cell reaches `iteration`."""
+
+    def __init__(self, iteration: int) -> None:
+        self.at = iteration
+        self.sent = False
+
+    def __call__(self, cells):
+        return self
+
+    def start(self, key):
+        pass
+
+    def iteration(self, key, iteration, steps_per_s, mean_return):
+        if iteration >= self.at and not self.sent:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def finish(self, key, status, summary):
+        pass
+
+    def stop(self):
+        pass
+
+
+def test_a_ctrl_c_records_the_stopped_cell_and_the_next_run_goes_on_from_its_checkpoint(tmp_path):
+    from rlrun.benching.run import bench as run_bench
+    from rlrun.errors import TrainingStopped
+
+    out = tmp_path / "bench"
+    request = small_bench(out, seeds=(0,), iterations=6)
+    with pytest.raises(TrainingStopped) as raised:
+        run_bench(request, display=CtrlCAt(3))
+    assert raised.value.reason == "interrupted" and raised.value.bench == out
+    (stopped,) = lines(out)
+    assert stopped["status"] == "interrupted" and 3 <= stopped["iterations"] < 6
+    assert Path(stopped["checkpoint"]).is_file() and stopped["env_steps"] == stopped["iterations"] * 8 * 2
+
+    again = rlrun.bench(request)
+    (row,) = again.rows
+    assert row["status"] == "completed" and row["iterations"] == 6 and row["env_steps"] == 6 * 8 * 2
+    assert row["note"] == f"resumed from {stopped['run_dir']} at iteration {stopped['iterations']}"
+    resumed = json.loads((Path(row["run_dir"]) / "run.json").read_text())
+    assert (
+        resumed["parent"]["checkpoint"] == stopped["checkpoint"]
+        and resumed["max_iterations"] == 6 - stopped["iterations"]
+    )
+
+
+def test_a_stopped_row_whose_checkpoint_lies_outside_the_log_root_is_trained_from_the_start(tmp_path):
+    """results.jsonl is data: a planted row cannot steer the bench into reading a checkpoint elsewhere."""
+    out = tmp_path / "bench"
+    request = small_bench(out, seeds=(0,), iterations=2)
+    planted = tmp_path / "elsewhere.zip"
+    planted.write_bytes(b"not a checkpoint")
+    from rlrun.benching.planning import plan_bench
+    from rlrun.hermetic import hermetic_call
+
+    with hermetic_call(name="test") as call:
+        (cell,) = plan_bench(call, request).cells
+    out.mkdir()
+    row = {**cell.row(status="interrupted"), "checkpoint": str(planted), "iterations": 1, "env_steps": 16}
+    (out / "results.jsonl").write_text(json.dumps(row) + "\n")
+    (row,) = rlrun.bench(request).rows
+    assert row["status"] == "completed" and row["note"] is None and row["iterations"] == 2
 
 
 def test_running_a_bench_again_reuses_completed_cells_and_force_reruns_them(tmp_path):

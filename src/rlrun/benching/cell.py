@@ -8,6 +8,7 @@ gives the same row (but for times) wherever it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -22,7 +23,8 @@ from typing import Any
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
-from rlrun.errors import UserError
+from rlrun.errors import TrainingStopped, UserError
+from rlrun.runs import read_manifest
 from rlrun.signals import inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder, read_member, unpack_folder
@@ -83,6 +85,9 @@ class Cell:
     """A wall-clock budget: the training stops at the first iteration past it."""
     threshold: float | None
     """The task's reward threshold, for time and env steps to reach it."""
+    resume: dict[str, Any] | None = None
+    """The row this cell's earlier training left when Ctrl-C or SIGTERM stopped it (`STOPPED`): the cell goes on
+    from that row's checkpoint for the iterations left, and its row counts both parts."""
 
     def row(self, **fields: Any) -> dict[str, Any]:
         """This cell's result row with `fields` filled in (every column present)."""
@@ -184,9 +189,23 @@ def _claim(log_root: Path, parts: tuple[str, ...]) -> Path:
     raise FileExistsError(f"999 run folders named {parts[-1]!r} (with suffixes) already exist in {str(parent)!r}")
 
 
+STOPPED = ("interrupted", "terminated")
+"""The statuses of a cell that a signal stopped; the bench stops there, and its next run resumes the cell."""
+
+
 def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) -> dict[str, Any]:
     reached: list[IterationRow] = []
     started = time.perf_counter()
+    earlier = cell.resume
+    request = cell.request
+    if earlier is not None:
+        request = dataclasses.replace(
+            request,
+            resume=True,
+            checkpoint=earlier["checkpoint"],
+            load_run=None,
+            max_iterations=max(1, int(request.max_iterations or 1) - int(earlier["iterations"])),
+        )
 
     def on_iteration(row: IterationRow) -> bool:
         if listener is not None:
@@ -198,14 +217,19 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
 
     try:
         with inner():  # a stopped cell is the bench's to report
-            result = api.train(cell.request, on_iteration=on_iteration)
+            result = api.train(request, on_iteration=on_iteration)
+    except TrainingStopped as stop:
+        if stop.reason in STOPPED:
+            stop.row = _stopped_row(cell, stop, time.perf_counter() - started)
+        raise
     except (UserError, Exception) as error:
         return cell.row(status="failed", error=one_line(error), wall_s=time.perf_counter() - started)
+    before = earlier or {"env_steps": 0, "iterations": 0, "wall_s": 0.0}
     row = cell.row(
         status="completed",
-        env_steps=result.env_steps,
-        iterations=result.iterations,
-        wall_s=result.wall_time_s,
+        env_steps=before["env_steps"] + result.env_steps,
+        iterations=before["iterations"] + (request.max_iterations if earlier else result.iterations),
+        wall_s=before["wall_s"] + result.wall_time_s,
         steps_per_s=result.steps_per_s,
         final_return=_finite(result.mean_return),
         time_to_threshold_s=reached[0].wall_s if reached else None,
@@ -213,6 +237,7 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         run_dir=str(result.run_dir),
         config_source={key: value for key, value in result.agent_config.items() if key != "sha256"},
         checkpoint=None if result.checkpoint is None else str(result.checkpoint),
+        note=None if earlier is None else f"resumed from {earlier['run_dir']} at iteration {earlier['iterations']}",
     )
     if cell.eval_episodes and result.checkpoint is not None:
         request = cell.request
@@ -223,6 +248,27 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         else:
             row["eval_return"] = _finite(played.mean_return)
     return row
+
+
+def _stopped_row(cell: Cell, stop: TrainingStopped, wall: float) -> dict[str, Any]:
+    """The row of a cell that a signal stopped: its run folder and last checkpoint, with the iterations and env
+    steps that checkpoint holds (its run.json entry), added to an earlier part's when the cell was resuming."""
+    before = cell.resume or {"env_steps": 0, "wall_s": 0.0}
+    entry: dict[str, Any] = {}
+    if stop.run_dir is not None and stop.checkpoint is not None:
+        manifest = read_manifest(Path(str(stop.run_dir))) or {}
+        name = Path(str(stop.checkpoint)).relative_to(str(stop.run_dir)).as_posix()
+        entry = next((item for item in manifest.get("checkpoints", ()) if item.get("file") == name), {})
+    saved = isinstance(entry.get("iteration"), int) and isinstance(entry.get("env_steps"), int)
+    return cell.row(
+        status=stop.reason,
+        error=f"{stop.reason}: rerun the bench to continue this cell from its checkpoint",
+        wall_s=before["wall_s"] + wall,
+        run_dir=None if stop.run_dir is None else str(stop.run_dir),
+        checkpoint=str(stop.checkpoint) if saved else None,
+        iterations=entry.get("iteration") if saved else None,
+        env_steps=before["env_steps"] + entry["env_steps"] if saved else None,
+    )
 
 
 def _finite(value: float | None) -> float | None:

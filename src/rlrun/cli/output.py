@@ -16,7 +16,13 @@ from rlrun.trust.text import terminal
 
 
 def resume_hint(stop: TrainingStopped) -> str:
-    """Where a stopped training's run is, and how to continue it."""
+    """Where a stopped training's run is, and how to continue it (a bench: by running it again)."""
+    if stop.bench is not None:
+        where = "" if stop.run_dir is None else f"; the stopped cell's run is {relative(Path(str(stop.run_dir)))}"
+        return (
+            f"; bench {relative(Path(str(stop.bench)))}{where}; run the same rlrun bench command again to continue "
+            "(finished cells are kept, the stopped one goes on from its checkpoint)"
+        )
     if stop.run_dir is None:
         return ""
     run = Path(str(stop.run_dir))
