@@ -1,4 +1,4 @@
-"""The reference scores and task suites rlrun ships (`rlrun/configs/references.yaml`), read as data.
+"""The reference scores and task suites rlrun ships (`rlrun/reports/references.yaml`), read as data.
 
     reference("Hopper-v5")      # -> Reference(random=..., reference=2325.547, kind="published", ...)
     suite("mujoco")             # -> Suite(name="mujoco", tasks=(SuiteTask("HalfCheetah-v5", 1000000, ...), ...))
@@ -19,7 +19,7 @@ from typing import Any
 from rlrun.errors import InvalidArgument, did_you_mean
 from rlrun.trust.limits import read_yaml
 
-REFERENCES_FILE = Path(__file__).resolve().parent.parent / "configs" / "references.yaml"
+REFERENCES_FILE = Path(__file__).resolve().parent / "references.yaml"
 KINDS = ("human", "threshold", "published")
 
 
