@@ -58,9 +58,10 @@ def env_errors(task: str) -> Iterator[None]:
 
 
 def resolve_checkpoint(
-    target: Target, request: LibraryRequest, selector: str, framework: str | None = None
+    target: Target, request: LibraryRequest, selector: str, framework: str | None = None, warn: bool = True
 ) -> tuple[Path, runs.Run | None]:
-    """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count."""
+    """Find the checkpoint; runs of another algorithm or framework than the one asked for do not count
+    (`warn=False`: without the warnings about runs it ignores, for a check that is repeated)."""
     if selector not in runs.SELECTORS:
         runs.check_path(selector, "--checkpoint")
     wanted = {
@@ -75,6 +76,7 @@ def resolve_checkpoint(
         experiment=request.experiment,
         load_run=request.load_run,
         match={key: value for key, value in wanted.items() if value is not None},
+        warn=warn,
     )
     manifest = run.manifest if run is not None else {}
     for key, expected, flag in (("task", target.task, "--task"), ("library", target.library.name, "--library")):
@@ -139,7 +141,9 @@ def early(request: LibraryRequest, checkpoint: str | None, framework: str | None
                 f"export a {library.name} run trained with --ml_framework {framework} (drop --ml_framework)."
             )
         try:
-            run = None if checkpoint is None else resolve_checkpoint(target, request, checkpoint, framework)[1]
+            run = None
+            if checkpoint is not None:
+                run = resolve_checkpoint(target, request, checkpoint, framework, warn=False)[1]
         except UserError:
             if framework is not None and checkpoint in runs.SELECTORS and request.ml_framework is None:
                 _other_framework(target, request, checkpoint, framework)
@@ -162,7 +166,7 @@ def early(request: LibraryRequest, checkpoint: str | None, framework: str | None
 def _other_framework(target: Target, request: LibraryRequest, selector: str, framework: str) -> None:
     """Raise what stands in the way when `selector` finds a run of another framework than `framework` only."""
     try:
-        _, run = resolve_checkpoint(target, request, selector)
+        _, run = resolve_checkpoint(target, request, selector, warn=False)
     except UserError:
         return
     other = run.manifest.get("ml_framework") if run is not None else None

@@ -113,11 +113,11 @@ def _newest_first(runs: list[_SomeRun]) -> list[_SomeRun]:
     return sorted(runs, key=key, reverse=True)
 
 
-def _timeless(runs: list[_SomeRun], selector: str) -> list[_SomeRun]:
-    """The runs whose `created_at` is impossible (`_moment`), each named in a one-line warning: they count as
-    the oldest runs."""
+def _timeless(runs: list[_SomeRun], selector: str, warn: bool) -> list[_SomeRun]:
+    """The runs whose `created_at` is impossible (`_moment`), each named in a one-line warning (with `warn`):
+    they count as the oldest runs."""
     ignored = [run for run in runs if _moment(run) is None]
-    for run in ignored:
+    for run in ignored if warn else ():
         _warn(
             f"--checkpoint {selector} ignores the created_at {run.created_at[:40]!r} of run {str(run.path)!r}: it "
             "does not parse or lies in the future, so the run counts as the oldest."
@@ -191,9 +191,9 @@ def _score(entry: dict[str, Any]) -> float | None:
     return float(value)
 
 
-def _scored(runs: list[Run]) -> list[tuple[float, float, int, Run, dict[str, Any]]]:
+def _scored(runs: list[Run], warn: bool) -> list[tuple[float, float, int, Run, dict[str, Any]]]:
     """Every checkpoint with a believable score: (score, the run's time, index, run, entry); the runs that
-    claim an impossible score are named in a one-line warning each."""
+    claim an impossible score are named in a one-line warning each (with `warn`)."""
     scored = []
     for run in runs:
         moment = _moment(run)
@@ -204,7 +204,7 @@ def _scored(runs: list[Run]) -> list[tuple[float, float, int, Run, dict[str, Any
                 scored.append((score, -math.inf if moment is None else moment, index, run, entry))
             elif entry.get("mean_return") is not None:
                 ignored.append(f"{entry['file']!r} ({_shown(entry['mean_return'])})")
-        if ignored:
+        if ignored and warn:
             _warn(
                 f"--checkpoint best ignores run {str(run.path)!r}: the mean_return of {', '.join(ignored[:3])}"
                 f"{' and more' if len(ignored) > 3 else ''} is not a finite number within {MAX_RETURN:g} of zero."
@@ -228,6 +228,7 @@ def resolve_checkpoint(
     experiment: str | None = None,
     load_run: str | None = None,
     match: dict[str, Any] | None = None,
+    warn: bool = True,
 ) -> tuple[Path, Run | None]:
     """Turn `--checkpoint` (`latest`, `best`, a file path, or a file name inside `--load_run`) into a file.
 
@@ -247,7 +248,7 @@ def resolve_checkpoint(
     `latest` and `best`, and a checkpoint path through a temporary is refused.
     A run folder that ends outside the log root counts as a damaged run, and a checkpoint that ends outside
     its run folder is refused (`OutsidePath`); an impossible `mean_return` or `created_at` is ignored, with a
-    warning (see the module docstring).
+    warning (see the module docstring; `warn=False` finds the same checkpoint without the warnings).
     Raises `CheckpointNotFound`, `CorruptRun`, `OutsidePath` or `InvalidArgument` (a `load_run` that is not
     a regex).
     """
@@ -292,11 +293,11 @@ def resolve_checkpoint(
             f"checkpoint {selector!r} is neither a file nor a checkpoint of a {library} run on {task} under "
             f"{where}; pass --checkpoint latest, best or an existing file."
         )
-    timeless = _timeless(ordered, selector)
+    timeless = _timeless(ordered, selector, warn)
     if selector == "best":
         if broken:
             raise _refusal(_newest_first(broken)[0])
-        scored = _scored(runs)
+        scored = _scored(runs, warn)
         if scored:  # the highest return; on a tie the newer run's, then the later checkpoint
             _, _, _, run, entry = max(scored, key=lambda item: item[:3])
             return run.file(entry["file"]), run
