@@ -196,6 +196,45 @@ def test_an_interrupt_at_any_step_of_a_checkpoint_save_leaves_a_run_that_lists_o
     assert newest.name == on_disk(record)[-1] and newest.read_bytes() == (b"second" if lands else b"first")
 
 
+@pytest.mark.parametrize("where", ["in the folder's removal", "right after the folder is made"])
+def test_a_second_ctrl_c_inside_an_interrupted_save_leaves_no_temporary_once_the_run_finishes(
+    where, tmp_path, monkeypatch
+):
+    """The first Ctrl-C stops the checkpoint's write; the second lands where the batch cleans up after it (the
+    written file makes the folder's removal an `rmtree`, several system calls) or an instant after the folder is made,
+    before the batch knows its folder. The run's last write (`finish`) still removes what was left."""
+    record = new_record(tmp_path)
+    record.save_checkpoint("model_0.pt", writer(b"first"), iteration=0)
+    record.settle()
+    if where == "in the folder's removal":
+
+        def cut_short(*args, **kwargs):
+            raise KeyboardInterrupt  # nothing removed
+
+        monkeypatch.setattr(runs.atomic.shutil, "rmtree", cut_short)
+    else:
+        mkdir = os.mkdir
+
+        def made_then_interrupted(path, *args, **kwargs):
+            mkdir(path, *args, **kwargs)
+            if str(path).endswith(runs.TEMPORARY_SUFFIX):
+                raise KeyboardInterrupt
+
+        monkeypatch.setattr(runs.atomic.os, "mkdir", made_then_interrupted)
+
+    def interrupted_writer(name):
+        Path(name).write_bytes(b"partial")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        record.save_checkpoint("model_1.pt", interrupted_writer, iteration=1)
+    monkeypatch.undo()
+    assert [name for name in os.listdir(record.dir) if name.endswith(runs.TEMPORARY_SUFFIX)]  # left, for now
+    record.finish("interrupted")
+    assert not list(record.dir.rglob(f"*{runs.TEMPORARY_SUFFIX}"))
+    assert on_disk(record) == ["model_0.pt"]
+
+
 def refuse_run_json_moves(monkeypatch) -> None:
     """Every move of a run.json fails as on a full disk; other moves go through."""
     replace = os.replace
@@ -313,8 +352,8 @@ def test_a_record_sweeps_each_directory_once_and_probes_the_file_mode_once(tmp_p
 
 def test_a_run_reuses_committed_batches_folders_and_never_one_a_batch_in_flight_writes_in(tmp_path, monkeypatch):
     made = []
-    mkdtemp = runs.atomic.tempfile.mkdtemp
-    monkeypatch.setattr(runs.atomic.tempfile, "mkdtemp", lambda **kw: made.append(mkdtemp(**kw)) or made[-1])
+    new_folder = runs.atomic._new_folder
+    monkeypatch.setattr(runs.atomic, "_new_folder", lambda *args: made.append(new_folder(*args)) or made[-1])
     record = background_record(tmp_path)  # its first batch made the run folder's temporary folder
     (record.dir / "checkpoints").mkdir()
     release = threading.Event()

@@ -7,16 +7,17 @@ batch (`atomic_paths`): every file is fsynced before the first move and each dir
 moves, instead of a directory fsync per file. Files get the mode the process's umask gives (0644 under
 umask 022), as every other tool's output does.
 
-Nothing is written through a link: a temporary folder is a new one (`mkdtemp`), and `os.replace` puts the file
-in place of whatever has the target's name, a link included, instead of following it.
+Nothing is written through a link: a temporary folder is a new one (`os.mkdir` refuses a name that exists),
+and `os.replace` puts the file in place of whatever has the target's name, a link included, instead of
+following it.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import secrets
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -66,11 +67,19 @@ class Folders:
     """Empty temporary folders by the directory they are in. Only the writer's thread takes one (`prepare`); a
     committer thread gives them back (`discard`)."""
 
+    made: set[Path] = field(default_factory=set)
+    """Every temporary folder this writer made, until it is removed."""
+
     def release(self) -> None:
-        """Remove the free temporary folders."""
+        """Remove the free temporary folders, and what an interrupted batch left: a folder whose removal a second
+        Ctrl-C cut short, or one made an instant before the Ctrl-C that stopped its batch."""
         for folders in self.free.values():
             while folders:
                 _remove_folder(folders.pop())
+        for folder in list(self.made):
+            if os.path.lexists(folder):
+                _remove_folder(folder)
+            self.made.discard(folder)
 
 
 @contextmanager
@@ -116,11 +125,9 @@ class Batch:
                 if free:  # a committed batch's folder, empty: its files were moved
                     self.folders[target.parent] = free.pop()
                     continue
-                folder = tempfile.mkdtemp(
-                    prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
-                )
-                self.folders[target.parent] = Path(folder)
-                _WRITING.add(Path(folder).name)
+                folder = _new_folder(target, known.made)
+                self.folders[target.parent] = folder
+                _WRITING.add(folder.name)
         if known.mode is None:
             known.mode = _new_file_mode(next(iter(self.folders.values())))
         self._mode = known.mode
@@ -149,11 +156,16 @@ class Batch:
         """Remove the temporary folders, or give them back to the writer's `Folders` once the batch is committed
         (every file moved out)."""
         folders, self.folders = self.folders, {}
-        for directory, folder in folders.items():
-            if self._committed and self._reuse:
-                self._known.free[directory].append(folder)
-            else:
-                _remove_folder(folder)
+        try:
+            for directory, folder in folders.items():
+                if self._committed and self._reuse:
+                    self._known.free[directory].append(folder)
+                else:
+                    _remove_folder(folder)
+                    self._known.made.discard(folder)
+        finally:
+            if not self._reuse:  # a batch of its own: what an interrupt above or in `prepare` left goes now
+                self._known.release()
 
     def fsync_last_directory(self) -> None:
         _fsync_directory(self.targets[-1].parent)
@@ -309,6 +321,22 @@ def sweep_temporaries(directory: Path) -> list[Path]:
             candidate.unlink(missing_ok=True)  # a temporary file of an earlier rlrun, or a link (never followed)
         removed.append(candidate)
     return removed
+
+
+def _new_folder(target: Path, made: set[Path]) -> Path:
+    """Make a new temporary folder beside `target` (mode 0700, as `tempfile.mkdtemp` makes it), named for it and
+    this process. It is added to `made` before it exists, so an interrupt at any point leaves no folder that
+    the writer does not know of."""
+    for _ in range(100):
+        folder = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMPORARY_SUFFIX}"
+        made.add(folder)
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            made.discard(folder)
+            continue
+        return folder
+    raise FileExistsError(f"no free name for a temporary folder beside {str(target)!r}")
 
 
 def _remove_folder(folder: Path) -> None:
