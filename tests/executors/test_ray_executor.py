@@ -86,9 +86,9 @@ def test_ray_queues_every_item_and_calls_on_start_when_each_task_starts():
     """Without `workers`, every item is submitted at once and Ray queues what does not fit: on 2 CPUs, the third
     two-second item starts only once one of the first two is done, and `on_start` says so (it is called when
     the task starts on its node, not when it is queued): at least a second after the first start, whatever the
-    half-second polling delays (the second may start late too: its worker process starts cold). (In what the driver sees, the third start may come just before the first
-    `Finished`: both come from the one look after the first task ends.) Reports arrive in order, after the
-    start, before the item's `Finished`."""
+    half-second polling delays (the second may start late too: its worker process starts cold). In what the
+    driver sees, the third start may come just before the first `Finished`: both come from the one look after
+    the first task ends. Reports arrive in order, after the start, before the item's `Finished`."""
     with RayExecutor(num_cpus=2) as executor:
         queued: list[int] = []
         started_at: list[float] = []
