@@ -73,13 +73,9 @@ class Folders:
     def release(self) -> None:
         """Remove the free temporary folders, and what an interrupted batch left: a folder whose removal a second
         Ctrl-C cut short, or one made an instant before the Ctrl-C that stopped its batch."""
-        for folders in self.free.values():
-            while folders:
-                _remove_folder(folders.pop())
-        for folder in list(self.made):
-            if os.path.lexists(folder):
-                _remove_folder(folder)
-            self.made.discard(folder)
+        self.free.clear()  # each free folder is one the writer made
+        while self.made:
+            _remove_folder(self.made.pop())
 
 
 @contextmanager
