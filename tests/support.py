@@ -165,6 +165,10 @@ def _pygame() -> None:
     pygame.quit()
 
 
+def _mujoco_meddler(message: str) -> None:
+    """A MuJoCo warning callback of the kind a caller or a library might set."""
+
+
 def _gc() -> None:
     gc.disable()
     gc.set_threshold(*(threshold + 1 for threshold in gc.get_threshold()))
@@ -318,6 +322,7 @@ MUTATIONS: dict[str, Callable[[], None]] = {
     "numpy.random": lambda: np.random.seed(123),
     "numpy error and print options": lambda: (np.seterr(all="ignore"), np.set_printoptions(precision=2)),
     "gymnasium registry": _gymnasium,
+    "mujoco warning callback": lambda: sys.modules["mujoco"].set_mju_user_warning(_mujoco_meddler),
     # torch (rlrun.hermetic.torch_state)
     "torch TF32 and float32 matmul precision": _tf32,
     "torch.backends flags": _backend_flags,

@@ -91,3 +91,36 @@ def test_snapshots_never_initialise_cuda_nor_import_anything():
     census.snapshot()
     assert set(sys.modules) == modules
     assert "torch" not in sys.modules or not sys.modules["torch"].cuda.is_initialized()
+
+
+def test_a_file_left_in_the_working_directory_is_reported(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    report = leak(lambda: (tmp_path / "STRAY_LOG.TXT").write_text("left behind"))
+    assert "files in the working directory" in report and "STRAY_LOG.TXT" in report
+
+
+@pytest.mark.parametrize("action", ["always", "error"])
+def test_a_mujoco_warning_is_a_python_warning_and_no_log_file_is_left(tmp_path, monkeypatch, action):
+    """Gymnasium's HalfCheetah-v5 makes MuJoCo 4 warn as it compiles; without a callback MuJoCo appends the
+    warning to MUJOCO_LOG.TXT in the working directory. Under `error` the warning is dropped: an exception
+    raised into MuJoCo's C++ caller would end the process."""
+    pytest.importorskip("mujoco")
+    import warnings
+
+    import gymnasium
+
+    from rlrun.envs import resolve_task
+
+    monkeypatch.chdir(tmp_path)
+    with hermetic_call(check_leaks=True) as call:
+        resolve_task("HalfCheetah-v5", call.import_modules)  # imports MuJoCo before the capture
+        mujoco = sys.modules["mujoco"]
+        caller = mujoco.get_mju_user_warning()
+        with call.guarded(), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter(action)
+            gymnasium.make("HalfCheetah-v5").close()
+            gymnasium.make("HalfCheetah-v5").close()
+    assert list(tmp_path.iterdir()) == []
+    shown = [str(warning.message) for warning in caught if "settotalmass" in str(warning.message)]
+    assert len(shown) == (2 if action == "always" else 0)
+    assert mujoco.get_mju_user_warning() is caller

@@ -18,6 +18,23 @@ RETIRED = {"_raise_mujoco_py_error": "mujoco-py (MuJoCo's retired bindings)", "_
 """Gymnasium's placeholders for ids whose package Gymnasium no longer supports -> what they would need."""
 
 
+GUARDED = ("mujoco",)
+"""The simulators among `NEEDS` whose process state rlrun guards (`rlrun.hermetic.package_guards`)."""
+
+
+def guarded_imports(spec: Any) -> list[str]:
+    """The installed simulators of `GUARDED` that `spec`'s env imports as it is made: a call imports them before
+    its capture, so that their guards are in place when the env is made (and their import is an import effect)."""
+    entry = spec.entry_point
+    if not isinstance(entry, str):
+        return []
+    return [
+        module
+        for prefix, (module, _) in NEEDS.items()
+        if module in GUARDED and entry.startswith(prefix) and importlib.util.find_spec(module) is not None
+    ]
+
+
 def missing_requirement(spec: Any) -> str | None:
     """What `spec` (a Gymnasium `EnvSpec`) needs and this installation lacks, in words; None if nothing."""
     entry = spec.entry_point

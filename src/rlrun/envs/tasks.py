@@ -35,6 +35,7 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec, VectorEnvCreator, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from rlrun.envs.requirements import guarded_imports
 from rlrun.errors import InvalidArgument, MissingDependency, UnknownTask, did_you_mean
 
 if TYPE_CHECKING:
@@ -365,9 +366,12 @@ def resolve_task(task: str, import_modules: Callable[[Iterable[str]], None] = _i
 
     `task` may be Gymnasium's `module:id`: the module is imported with `import_modules` (a call passes its
     `Call.import_modules`, so that the module's registrations are import effects, made before the capture)
-    and the id it registers is returned.
+    and the id it registers is returned. The simulator the task's env is made with, where rlrun guards its state
+    (MuJoCo), is imported with `import_modules` too.
     """
-    return _find_spec(task, import_modules).id
+    spec = _find_spec(task, import_modules)
+    import_modules(guarded_imports(spec))
+    return spec.id
 
 
 for _task in BUILTIN_TASKS:

@@ -1,13 +1,16 @@
-"""The generic guards of NumPy's and Gymnasium's module state: error and print options, the env registry.
+"""The generic guards of the simulation packages' module state: NumPy's error and print options, Gymnasium's
+env registry, MuJoCo's warning callback.
 
-Every task runs on these two packages whatever the library (RL libraries register their own guards in their
-adapters). Registered after `rng_guards`, in this order.
+Every task runs on NumPy and Gymnasium whatever the library (RL libraries register their own guards in their
+adapters); MuJoCo where a task is made with it. Registered after `rng_guards`, in this order.
 """
 
 from __future__ import annotations
 
+import _thread
 import operator
 import sys
+import warnings
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rlrun.hermetic.registry import Guard, module_loaded, register
@@ -90,5 +93,55 @@ register(
         fingerprint=lambda saved: ({key: id(spec) for key, spec in saved[0].items()}, saved[1], saved[2]),
         category="gymnasium",
         available=module_loaded("gymnasium.envs.registration", "gymnasium.logger"),
+    )
+)
+
+# --- MuJoCo -------------------------------------------------------------------------------------------------
+
+
+_mujoco_shown: dict[Any, Any] = {}
+"""The warnings registry of MuJoCo's messages in one call: each is shown once (one per env made otherwise)."""
+
+
+def _mujoco_warning(message: str) -> None:
+    """MuJoCo's warning callback during a call: the message becomes a Python warning (`RuntimeWarning`, from
+    module `mujoco`), shown, recorded or filtered as the caller's warning settings say.
+
+    With no callback set, MuJoCo prints the warning and appends it to `MUJOCO_LOG.TXT` in the current
+    directory, a file the call would leave behind (Gymnasium's MuJoCo v5 models trigger one as they compile:
+    `settotalmass` is deprecated in MuJoCo 4). An exception must not leave this function: MuJoCo calls it from
+    C++, where one ends the process. A warning the caller's filters turn into an error is dropped (a warning is
+    not worth the run); a Ctrl-C that lands here is delivered again once MuJoCo returns.
+    """
+    try:
+        warnings.warn_explicit(f"MuJoCo: {message}", RuntimeWarning, "mujoco", 0, registry=_mujoco_shown)
+    except KeyboardInterrupt:
+        _thread.interrupt_main()
+    except BaseException:  # see the docstring: nothing may propagate into MuJoCo
+        pass
+
+
+def _capture_mujoco() -> Any:
+    mujoco = sys.modules["mujoco"]
+    saved = mujoco.get_mju_user_warning()
+    _mujoco_shown.clear()
+    mujoco.set_mju_user_warning(_mujoco_warning)
+    return saved
+
+
+def _restore_mujoco(saved: Any) -> None:
+    sys.modules["mujoco"].set_mju_user_warning(saved)
+
+
+register(
+    Guard(
+        "mujoco warning callback",
+        "`mujoco.get_mju_user_warning()`. During a call MuJoCo's warnings become Python warnings instead of lines "
+        "appended to `MUJOCO_LOG.TXT` in the working directory; the caller's callback comes back after.",
+        _capture_mujoco,
+        _restore_mujoco,
+        observe=lambda: sys.modules["mujoco"].get_mju_user_warning(),
+        category="mujoco",
+        available=module_loaded("mujoco"),
     )
 )

@@ -57,6 +57,15 @@ def _open_files() -> frozenset[tuple[int, str]]:
     return frozenset(files)
 
 
+def _working_directory_files() -> frozenset[str]:
+    """The names of the files (not folders: a call makes its log root there) in the working directory."""
+    try:
+        with os.scandir(".") as entries:
+            return frozenset(entry.name for entry in entries if not entry.is_dir(follow_symlinks=False))
+    except OSError:
+        return frozenset()
+
+
 def _child_processes() -> frozenset[int]:
     children: set[int] = set()
     task_directory = f"/proc/{os.getpid()}/task"
@@ -119,6 +128,15 @@ watch(
         "open file descriptors",
         "This process's open file descriptors and what they point to (watched; Linux `/proc`).",
         _open_files,
+        category="process",
+    )
+)
+watch(
+    Guard(
+        "files in the working directory",
+        "The names of the files, not folders, in the working directory (watched: a call writes only under its "
+        "log root; MuJoCo's `MUJOCO_LOG.TXT` is the usual stray).",
+        _working_directory_files,
         category="process",
     )
 )
