@@ -35,3 +35,39 @@ class DyingEnv(gymnasium.Env):
 
 if TASK not in gymnasium.registry:
     gymnasium.register(TASK, entry_point=DyingEnv, max_episode_steps=10)
+
+
+FLAKY = "RlrunTestFlaky-v0"
+FAILURES_FILE = "RLRUN_TEST_FAILURES"
+"""The environment variable naming a file that holds how many more times the flaky task fails."""
+
+
+class FlakyEnv(DyingEnv):
+    """Fails at step `KILL_AT_STEP` while the count in the file that `$RLRUN_TEST_FAILURES` names is above 0
+    (taking one off first): SIGKILLs a pool worker, raises in any other process. A bench cell that fails a set
+    number of times, then trains."""
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == KILL_AT_STEP and _take_a_failure():
+            if multiprocessing.parent_process() is not None:
+                os.kill(os.getpid(), signal.SIGKILL)
+            raise RuntimeError("the flaky task failed on purpose")
+        return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
+def _take_a_failure() -> bool:
+    path = os.environ.get(FAILURES_FILE)
+    if not path:
+        return False
+    with open(path, encoding="utf-8") as handle:
+        left = int(handle.read())
+    if left <= 0:
+        return False
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(str(left - 1))
+    return True
+
+
+if FLAKY not in gymnasium.registry:
+    gymnasium.register(FLAKY, entry_point=FlakyEnv, max_episode_steps=10)

@@ -750,6 +750,8 @@ ROWS = [
     ),
     cli("tune --pruner typo", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--pruner", "medain"),
     cli("tune --n_trials zero", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--n_trials", "0"),
+    cli("tune --retries negative", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--retries", "-1"),
+    cli("tune --retries above the most", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--retries", "1000"),
     cli("tune two budgets", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--env_steps", "100"),
     cli("tune --storage not a URL", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--storage", "study.db"),
     cli("tune --grace_s below heartbeat", "tune", "{tmp}/tune_ok.yaml", "--out", "{tmp}/tune", "--grace_s", "5"),
@@ -936,6 +938,9 @@ ROWS = [
     cli("bench --executor typo", *bench("--executor", "inlin")),
     cli("bench --executor unknown", *bench("--executor", "threads")),
     cli("bench --workers zero", *bench("--executor", "process", "--workers", "0")),
+    cli("bench --retries negative", *bench("--retries", "-1")),
+    cli("bench --retries above the most", *bench("--retries", "101")),
+    cli("bench --retries non-numeric", *bench("--retries", "twice")),
     cli("bench --address without ray", *bench("--address", "127.0.0.1:6379")),
     cli("bench --eval_episodes negative", *bench("--eval_episodes", "-1")),
     cli("bench --num_envs zero", *bench("--num_envs", "0")),
@@ -1022,6 +1027,12 @@ ROWS = [
         "BenchRun unknown field",
         lambda w: build(rlrun.BenchRun, library="sb3", algo="ppo"),
         UnknownField,
+    ),
+    api(
+        "bench retries as bool",
+        lambda w: rlrun.bench(
+            rlrun.BenchRequest(tasks=(PENDULUM,), runs=("rsl_rl",), iterations=1, retries=True, out=str(w.tmp / "b"))
+        ),
     ),
     # -- the API: values of the wrong type
     api("train num_envs as text", lambda w: rlrun.train(rlrun.TrainRequest(task=PENDULUM, num_envs=untyped("4")))),

@@ -213,7 +213,7 @@ class BenchBoard:
         self._draw(force=True)
 
     def eta(self) -> str:
-        left = sum(state in ("queued", "running") for state in self.state.values())
+        left = sum(state in ("queued", "running", "retrying") for state in self.state.values())
         running = max(1, sum(state == "running" for state in self.state.values()))
         if not self.durations:
             return "-"

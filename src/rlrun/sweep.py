@@ -22,6 +22,8 @@ MAX_CELLS = 100_000
 """The most cells a bench, or seeds a list, may have."""
 
 EXECUTOR_NAMES = ("inline", "process", "ray")
+MAX_RETRIES = 100
+"""The most times `--retries` runs a failed cell or trial again."""
 
 
 def read_spec(

@@ -242,3 +242,56 @@ def test_a_module_task_keeps_its_module_in_every_trials_request(tmp_path):
         plan = plan_tune(call, request)
     assert plan.worker.request.task == "dying_task:RlrunTestDying-v0"
     assert not (tmp_path / "tune").exists()
+
+
+# --- --retries: a failed trial runs again with the same parameters ----------------------------------------------
+
+FLAKY = "dying_task:RlrunTestFlaky-v0"  # fails at its 20th step while the counter file says so
+
+
+def flaky_study(tmp_path, monkeypatch, failures: int, **fields) -> TuneRequest:
+    counter = tmp_path / "failures"
+    counter.write_text(str(failures), encoding="utf-8")
+    monkeypatch.setenv("RLRUN_TEST_FAILURES", str(counter))  # pool workers are spawned with it
+    spec = {
+        "task": FLAKY,
+        "library": "rsl_rl",
+        "overrides": SMALL_RSL_RL,
+        "iterations": 4,  # 8 steps per iteration: the 20th step comes in the third
+        "search_space": {"agent.algorithm.learning_rate": "loguniform(1e-4, 1e-2)"},
+        "report": False,
+        **fields,
+    }
+    return tiny_study(tmp_path / "tune", **spec)
+
+
+def test_a_trial_that_raises_runs_again_with_the_same_parameters_in_its_place(tmp_path, monkeypatch):
+    result = rlrun.tune(flaky_study(tmp_path, monkeypatch, failures=1, retries=1))
+    assert (result.n_trials, result.completed, result.failed, result.retried, result.ran) == (2, 2, 0, 1, 3)
+    failed, again, other = trials_of(result)
+    assert failed.state == optuna.trial.TrialState.FAIL and "failed on purpose" in failed.user_attrs["error"]
+    assert again.state == optuna.trial.TrialState.COMPLETE and again.params == failed.params
+    assert [again.user_attrs[key] for key in ("rlrun_retry_for", "rlrun_retry_of", "rlrun_attempt")] == [0, 0, 2]
+    assert "error" not in again.user_attrs and other.state == optuna.trial.TrialState.COMPLETE
+    assert "rlrun_attempt" not in other.user_attrs
+
+
+def test_a_trial_that_keeps_failing_stops_after_its_retries_and_counts_once(tmp_path, monkeypatch):
+    result = rlrun.tune(flaky_study(tmp_path, monkeypatch, failures=5, retries=2, n_trials=1))
+    assert (result.n_trials, result.completed, result.failed, result.retried) == (1, 0, 1, 2)
+    trials = trials_of(result)
+    assert [trial.user_attrs.get("rlrun_attempt", 1) for trial in trials] == [1, 2, 3]
+    assert all(trial.state == optuna.trial.TrialState.FAIL for trial in trials)
+    assert len({trial.params["agent.algorithm.learning_rate"] for trial in trials}) == 1
+    assert (tmp_path / "failures").read_text(encoding="utf-8") == "2"
+
+
+def test_a_trial_whose_worker_died_runs_again_in_a_spare_slot(tmp_path, monkeypatch):
+    """The flaky task SIGKILLs the pool worker running the first trial: the spare slot reaps that trial (its pid is
+    gone) and runs it again with the same parameters before asking a new one."""
+    result = rlrun.tune(flaky_study(tmp_path, monkeypatch, failures=1, retries=1, executor="process", workers=1))
+    assert (result.lost_slots, result.n_trials, result.completed, result.retried) == (1, 2, 2, 1)
+    killed, again, other = trials_of(result)
+    assert killed.state == optuna.trial.TrialState.FAIL and "ended" in killed.user_attrs["interrupted"]
+    assert again.state == optuna.trial.TrialState.COMPLETE and again.params == killed.params
+    assert again.user_attrs["rlrun_attempt"] == 2 and other.state == optuna.trial.TrialState.COMPLETE

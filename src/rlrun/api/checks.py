@@ -63,13 +63,15 @@ def check_int(value: Any, name: str, *, minimum: int, maximum: int | None = None
         raise InvalidArgument(f"{flag} {value} is out of range: {name} must be {bound}.")
 
 
-def check_count(value: Any, flag: str, *, minimum: int = 1) -> None:
-    """`value` is an integer (not a bool) of at least `minimum`."""
+def check_count(value: Any, flag: str, *, minimum: int = 1, maximum: int | None = None) -> None:
+    """`value` is an integer (not a bool) of at least `minimum` (and at most `maximum`, when given)."""
     named = {0: "0 or a positive integer", 1: "a positive integer"}
     bound = named.get(minimum, f"an integer of at least {minimum}")
+    if maximum is not None:
+        bound = f"an integer from {minimum} to {maximum}"
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidArgument(f"{flag} {value!r} must be an integer: {bound}.")
-    if value < minimum:
+    if value < minimum or (maximum is not None and value > maximum):
         raise InvalidArgument(f"{flag} {value!r} must be {bound}.")
 
 
@@ -94,15 +96,15 @@ def check_choice(value: Any, flag: str, choices: tuple[str, ...]) -> None:
 
 
 def check_fields(request: Any) -> None:
-    """Every field of `request` that is not None within the bounds its metadata states (`minimum`, `above`,
-    `at_least`), named by its command-line flag."""
+    """Every field of `request` that is not None within the bounds its metadata states (`minimum` with an optional
+    `maximum`, `above`, `at_least`), named by its command-line flag."""
     for item in dataclasses.fields(request):
         value, meta = getattr(request, item.name), item.metadata
         if value is None:
             continue
         flag = meta.get("flag", f"--{item.name}")
         if "minimum" in meta:
-            check_count(value, flag, minimum=meta["minimum"])
+            check_count(value, flag, minimum=meta["minimum"], maximum=meta.get("maximum"))
         if "above" in meta or "at_least" in meta:
             check_real(value, flag, above=meta.get("above"), at_least=meta.get("at_least"))
         if "choices" in meta:

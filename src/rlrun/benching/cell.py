@@ -57,10 +57,12 @@ ROW_FIELDS = (
     "node_id",
     "host",
     "config_source",
+    "attempts",
 )
 """The columns of `results.jsonl`, one row per cell. `node_id` and `host` say where the cell ran: the Ray node's id
 (None inline and in the process pool) and the machine's host name. `config_source`: where the cell's agent
-configuration came from (`TrainResult.agent_config` less the params hashes), for the report's column."""
+configuration came from (`TrainResult.agent_config` less the params hashes), for the report's column. `attempts`:
+how many times the cell ran in this bench (more than 1 after `--retries`; the note says why)."""
 
 RUN_ARCHIVE = "run_archive"
 """The key of a row that carries its run folder back from another node (never written to `results.jsonl`)."""
@@ -88,6 +90,10 @@ class Cell:
     resume: dict[str, Any] | None = None
     """The row this cell's earlier training left when Ctrl-C or SIGTERM stopped it (`STOPPED`): the cell goes on
     from that row's checkpoint for the iterations left, and its row counts both parts."""
+    attempt: int = 1
+    """Which run of the cell this is: 1, then one more for each retry of a failed attempt (`--retries`)."""
+    failures: tuple[str, ...] = ()
+    """The errors of the failed attempts before this one."""
 
     def row(self, **fields: Any) -> dict[str, Any]:
         """This cell's result row with `fields` filled in (every column present)."""
@@ -103,6 +109,8 @@ class Cell:
             run=self.run,
             seed=request.seed,
             threshold=self.threshold,
+            attempts=self.attempt,
+            note=_note(self),
         )
         row.update(fields)
         return row
@@ -237,7 +245,6 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         run_dir=str(result.run_dir),
         config_source={key: value for key, value in result.agent_config.items() if key != "sha256"},
         checkpoint=None if result.checkpoint is None else str(result.checkpoint),
-        note=None if earlier is None else f"resumed from {earlier['run_dir']} at iteration {earlier['iterations']}",
     )
     if cell.eval_episodes and result.checkpoint is not None:
         request = cell.request
@@ -248,6 +255,15 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         else:
             row["eval_return"] = _finite(played.mean_return)
     return row
+
+
+def _note(cell: Cell) -> str | None:
+    """Where the cell's training went on from, and what its failed attempts died of."""
+    earlier = cell.resume
+    parts = [] if earlier is None else [f"resumed from {earlier['run_dir']} at iteration {earlier['iterations']}"]
+    if cell.failures:
+        parts.append(f"attempt {cell.attempt}; the earlier failed: {' | '.join(cell.failures)}")
+    return "; ".join(parts) or None
 
 
 def _stopped_row(cell: Cell, stop: TrainingStopped, wall: float) -> dict[str, Any]:

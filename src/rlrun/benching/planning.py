@@ -41,6 +41,8 @@ class BenchPlan:
     num_gpus: float
     force: bool
     report: bool
+    retries: int
+    """How many times a failed cell runs again."""
 
 
 def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
@@ -89,6 +91,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
         num_gpus=request.num_gpus,
         force=request.force,
         report=request.report,
+        retries=request.retries,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from rlrun.api.requests import checked_fields
 from rlrun.errors import InvalidArgument, did_you_mean
-from rlrun.sweep import EXECUTOR_NAMES, read_spec
+from rlrun.sweep import EXECUTOR_NAMES, MAX_RETRIES, read_spec
 
 
 @checked_fields
@@ -91,6 +91,9 @@ class BenchRequest:
     """Device of every cell; None: `cuda` when available, else `cpu`."""
     force: bool = False
     """Rerun every cell, finished or not."""
+    retries: int = field(default=0, metadata={"minimum": 0, "maximum": MAX_RETRIES})
+    """Run a failed cell again, up to this many times (a worker that died, an env or library that raised): from the
+    last checkpoint its failed attempt left under the log root, else from the start. Rows count their `attempts`."""
     report: bool = field(default=True, metadata={"flag": "--no_report", "negate": True})
     """`--no_report` (`report=False`): leave `report.md` and `plots/` out (`rlrun report` writes them later)."""
     name: str | None = None

@@ -30,6 +30,7 @@ from rlrun.api.metrics import IterationRow
 from rlrun.benching.cell import STOPPED, Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
+from rlrun.benching.retries import retry, run_folders
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.reports.results import MAX_RESULTS_BYTES
@@ -159,7 +160,9 @@ def _resuming(cell: Cell, row: Mapping[str, Any] | None, plan: BenchPlan) -> Cel
 
 
 def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | None) -> Iterator[dict[str, Any]]:
-    """Run `cells` on the plan's executor; yield each row as its cell ends (a dead worker fails its cell)."""
+    """Run `cells` on the plan's executor; yield each row as its cell ends (a dead worker fails its cell). A failed
+    cell with retries left runs again in the next round, on the same executor (`rlrun.benching.retries`); only its
+    last attempt's row is yielded."""
     from rlrun.executors import Resources, make_executor
 
     if not cells:
@@ -172,6 +175,7 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
     )
     board = None if display is None else display([(cell.key, _cell_label(cell)) for cell in cells])
     function: Callable[[Any], Any] = run_cell
+    current: list[Cell] = list(cells)  # the round being run: the executor's indices are into it
     on_progress = None
     if board is not None:
         shown = board
@@ -179,28 +183,38 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
 
         def on_progress(index: int, message: Any) -> None:
             iteration, steps_per_s, mean_return = message
-            shown.iteration(cells[index].key, iteration, steps_per_s, mean_return)
+            shown.iteration(current[index].key, iteration, steps_per_s, mean_return)
 
     started: dict[int, float] = {}
 
     def on_start(index: int) -> None:
         started[index] = time.perf_counter()
         if board is not None:
-            board.start(cells[index].key)
+            board.start(current[index].key)
 
     try:
         with executor:
-            for finished in executor.run(function, cells, on_start, on_progress):
-                cell = cells[finished.index]
-                row = finished.value
-                if finished.error is not None or not isinstance(row, Mapping):
-                    wall = time.perf_counter() - started.get(finished.index, time.perf_counter())
-                    row = cell.row(status="failed", error=finished.error or f"no row: {row!r}", wall_s=wall)
-                else:
-                    row = receive_run(dict(row), cell, plan.log_root)  # a cell on another Ray node sent its folder
-                if board is not None:
-                    board.finish(cell.key, row["status"], _summary(row))
-                yield dict(row)
+            while current:
+                again: list[Cell] = []
+                folders = {cell.key: run_folders(cell, plan.log_root) for cell in current} if plan.retries else {}
+                started.clear()
+                for finished in executor.run(function, current, on_start, on_progress):
+                    cell = current[finished.index]
+                    row = finished.value
+                    if finished.error is not None or not isinstance(row, Mapping):
+                        wall = time.perf_counter() - started.get(finished.index, time.perf_counter())
+                        row = cell.row(status="failed", error=finished.error or f"no row: {row!r}", wall_s=wall)
+                    else:
+                        row = receive_run(dict(row), cell, plan.log_root)  # a cell on another Ray node sent its folder
+                    if row["status"] == "failed" and cell.attempt <= plan.retries:
+                        again.append(retry(cell, row, plan.log_root, folders[cell.key]))
+                        if board is not None:
+                            board.finish(cell.key, "retrying", f"{_summary(row)}; attempt {cell.attempt + 1} queued")
+                        continue
+                    if board is not None:
+                        board.finish(cell.key, row["status"], _summary(row))
+                    yield dict(row)
+                current[:] = again
     finally:
         if board is not None:
             board.stop()

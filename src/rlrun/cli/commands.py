@@ -105,7 +105,8 @@ def tune(call: Call, args: argparse.Namespace) -> int:
     )
     print(
         f"tune: {result.n_trials} trials in study {result.study!r} ({result.completed} completed, {result.pruned} "
-        f"pruned, {result.failed} failed; {result.ran} run now)\n{best}\ntrials: {relative(result.trials)}"
+        f"pruned, {result.failed} failed{f', {result.retried} run again' if result.retried else ''}; "
+        f"{result.ran} run now)\n{best}\ntrials: {relative(result.trials)}"
         + (f"\nreport: {relative(result.report)}" if result.report else "")
         + f"\ndashboard: optuna-dashboard {_dashboard(result.storage)}"
     )

@@ -74,6 +74,7 @@ def plan_tune(call: Call, request: TuneRequest, echo: bool = False) -> TunePlan:
         seed=request.seed,
         heartbeat_s=request.heartbeat_s,
         grace_s=request.grace_s,
+        retries=request.retries,
         echo=echo,
         tune_pid=os.getpid(),
     )

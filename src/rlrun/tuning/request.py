@@ -15,7 +15,7 @@ from typing import Any
 from rlrun import runs
 from rlrun.api.requests import checked_fields
 from rlrun.errors import InvalidArgument, MissingDependency
-from rlrun.sweep import EXECUTOR_NAMES, read_spec, shown_url
+from rlrun.sweep import EXECUTOR_NAMES, MAX_RETRIES, read_spec, shown_url
 
 OBJECTIVES = ("final_return", "eval_return")
 DIRECTIONS = ("maximize", "minimize")
@@ -93,6 +93,10 @@ class TuneRequest:
     """Seconds between a running trial's heartbeats in the storage."""
     grace_s: int = field(default=120, metadata={"minimum": 1})
     """A trial whose heartbeat is older than this is failed as interrupted (its process on another host died)."""
+    retries: int = field(default=0, metadata={"minimum": 0, "maximum": MAX_RETRIES})
+    """Run a failed trial again with the same parameters, up to this many times: one whose training raised, or
+    whose process or node died. The retry (a trial enqueued with Optuna's `enqueue_trial`, as Optuna's
+    `RetryHeartbeatStaleTrialCallback` does) takes the failed one's place in `n_trials` and trains from the start."""
     report: bool = field(default=True, metadata={"flag": "--no_report", "negate": True})
     """`--no_report` (`report=False`): write only `trials.csv` and `best.yaml` at the end, not the plots and
     `report.md`."""
@@ -111,7 +115,7 @@ class TuneResult:
     completed: int
     pruned: int
     failed: int
-    """Trials that failed on their own (interrupted ones are not counted)."""
+    """Trials that failed on their own and were not run again (interrupted ones are not counted)."""
     ran: int
     """Trials this call ran."""
     best_trial: int | None
@@ -125,6 +129,9 @@ class TuneResult:
     lost_slots: int = 0
     """Worker slots that died (a process killed, a Ray node lost); each one's trial failed as interrupted, and a
     spare slot took its place while spares lasted (as many as `workers`)."""
+    retried: int = 0
+    """Failed trials that were run again (`retries`): the user attribute `rlrun_retry_of` of each retry names the
+    first trial of its line, `rlrun_attempt` which attempt it is."""
 
 
 SPEC_KEYS = tuple(item.name for item in dataclasses.fields(TuneRequest))

@@ -85,7 +85,8 @@ def _open_study(plan: TunePlan, storage: Any) -> Any:
         if not study.get_trials(deepcopy=False):
             for params in plan.enqueue:
                 study.enqueue_trial(params, skip_if_exists=False)
-        studies.reap(study, storage, locked=plan.worker.lock is not None)
+        # a trial whose process died since the last run of this study runs again, when retries were asked for
+        studies.reap(study, storage, locked=plan.worker.lock is not None, retries=plan.worker.retries)
     return study
 
 
@@ -148,6 +149,7 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
     from rlrun.tuning import storage as studies
 
     trials = study.get_trials(deepcopy=False)
+    retried = studies.retried(trials)
     finished = [trial for trial in trials if trial.state == TrialState.COMPLETE]
     best = studies.best_trial(study, plan.worker.params, plan.direction)  # trials put in by hand are ignored
     trials_csv = tune_report.write_trials(plan.out, trials)
@@ -170,10 +172,14 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         out=plan.out,
         storage=plan.storage,
         study=plan.study,
-        n_trials=sum(studies.counted(trial) for trial in trials),
+        n_trials=studies.count(trials),
         completed=len(finished),
         pruned=sum(trial.state == TrialState.PRUNED for trial in trials),
-        failed=sum(trial.state == TrialState.FAIL and "error" in trial.user_attrs for trial in trials),
+        failed=sum(
+            trial.state == TrialState.FAIL and "error" in trial.user_attrs and trial.number not in retried
+            for trial in trials
+        ),
+        retried=len(retried),
         ran=sum(row.get("number") is not None for row in rows),
         lost_slots=sum(row.get("state") == "WORKER" for row in rows),
         best_trial=None if best is None else best.number,

@@ -7,7 +7,9 @@ Counting (the study's `n_trials` is its total, over every run of the same comman
 - counted: COMPLETE, PRUNED, RUNNING, WAITING, and FAIL trials that failed on their own (user attribute
   `error`: the training raised, or a sampled value was rejected);
 - not counted: FAIL trials that were interrupted (Ctrl-C, SIGTERM, SIGKILL of their process, a stale heartbeat):
-  the study runs another trial in their place, so that an interrupted study resumes to `n_trials` results.
+  the study runs another trial in their place, so that an interrupted study resumes to `n_trials` results;
+  and FAIL trials that were run again (`retry`): their retry, a trial with the same parameters that names them
+  (user attribute `rlrun_retry_for`), takes their place.
 
 Importing this module imports Optuna and opens (and disposes) an in-memory SQLite storage once: SQLAlchemy's
 dialect, Alembic and Optuna's log handler are import effects, done before a hermetic call captures.
@@ -20,6 +22,7 @@ import os
 import socket
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -71,9 +74,48 @@ def storage_lock(path: str | None) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def counted(trial: optuna.trial.FrozenTrial) -> bool:
-    """Whether a trial takes one of the study's `n_trials` (see the module docstring)."""
-    return trial.state in COUNTED or (trial.state == TrialState.FAIL and "error" in trial.user_attrs)
+def count(trials: Sequence[optuna.trial.FrozenTrial]) -> int:
+    """How many of `trials` (a study's) take one of its `n_trials` (see the module docstring)."""
+    again = retried(trials)
+    return sum(
+        trial.state in COUNTED
+        or (trial.state == TrialState.FAIL and "error" in trial.user_attrs and trial.number not in again)
+        for trial in trials
+    )
+
+
+def retried(trials: Sequence[optuna.trial.FrozenTrial]) -> set[int]:
+    """The numbers of the failed trials among `trials` that were run again: a retry names each (`rlrun_retry_for`)."""
+    return {trial.user_attrs[RETRY_FOR] for trial in trials if isinstance(trial.user_attrs.get(RETRY_FOR), int)}
+
+
+RETRY_FOR = "rlrun_retry_for"
+"""The user attribute of a retry: the number of the failed trial it runs again (and takes the place of)."""
+
+
+def retry(study: optuna.Study, trial: optuna.trial.FrozenTrial, retries: int) -> bool:
+    """Run the failed `trial` again when its line has retries left: a WAITING trial with the same parameters
+    (`enqueue_trial`, the next ask takes it) whose user attributes name the failed trial (`rlrun_retry_for`), the
+    line's first (`rlrun_retry_of`) and the attempt (`rlrun_attempt`). Optuna's `RetryHeartbeatStaleTrialCallback`
+    would copy every user attribute of the failed trial (its error, process and run folders) onto the retry, so
+    rlrun enqueues the retry itself. Once per failed trial; returns whether it enqueued one."""
+    attempt = trial.user_attrs.get("rlrun_attempt", 1)
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt > retries or not trial.params:
+        return False
+    if trial.number in retried(study.get_trials(deepcopy=False)):
+        return False  # run again already (by the slot that ran it, or another look)
+    first = trial.user_attrs.get("rlrun_retry_of", trial.number)
+    attrs = {RETRY_FOR: trial.number, "rlrun_retry_of": first, "rlrun_attempt": attempt + 1}
+    study.enqueue_trial(dict(trial.params), user_attrs=attrs, skip_if_exists=False)
+    return True
+
+
+def retry_failed(study: optuna.Study, trial_id: int, retries: int, lock: str | None) -> bool:
+    """`retry` for a trial that this slot has just failed, under the storage lock that reaping slots hold."""
+    if not retries:
+        return False
+    with storage_lock(lock):
+        return retry(study, study._storage.get_trial(trial_id), retries)
 
 
 def best_trial(study: optuna.Study, params: Sequence[Param], direction: str) -> optuna.trial.FrozenTrial | None:
@@ -121,13 +163,31 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
-def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool) -> int:
+@dataclass(frozen=True)
+class Owner:
+    """The process running a trial, recorded on it (`rlrun_host`, `rlrun_pid`) so that a later look (`reap`) can
+    tell a dead one from a live one."""
+
+    host: str
+    pid: int
+
+    @classmethod
+    def here(cls) -> Owner:
+        return cls(socket.gethostname(), os.getpid())
+
+
+def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool, retries: int = 0) -> int:
     """Fail (as interrupted) the RUNNING trials whose process is gone: on this host by pid, elsewhere by a
     stale heartbeat. With `locked` (the caller holds the storage lock, under which every ask marks its trial
     with its process), a RUNNING trial with no mark was asked by a process that died before marking it.
-    Returns how many this call failed."""
-    before = sum(trial.state == TrialState.FAIL for trial in study.get_trials(deepcopy=False))
+    With `retries`, each trial failed here is run again (`retry`). Returns how many this call failed."""
+    running = {trial._trial_id for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
     optuna.storages.fail_stale_trials(study)
+    reaped = [  # failed by Optuna for a stale heartbeat just now: no attribute of rlrun's says why
+        trial
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))
+        if trial._trial_id in running and not {"error", "interrupted"} & set(trial.user_attrs)
+    ]
     host = socket.gethostname()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         pid = trial.user_attrs.get("rlrun_pid")
@@ -139,7 +199,10 @@ def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool)
             reason = "interrupted before it started" if unmarked else f"its process (pid {pid}) ended"
             storage.set_trial_user_attr(trial._trial_id, "interrupted", reason)
             storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
-    return sum(trial.state == TrialState.FAIL for trial in study.get_trials(deepcopy=False)) - before
+            reaped.append(trial)
+    for trial in reaped if retries else ():
+        retry(study, trial, retries)
+    return len(reaped)
 
 
 def _alive(pid: int) -> bool:
@@ -239,14 +302,18 @@ def _warm_up() -> None:
 _warm_up()
 
 __all__ = [
+    "Owner",
     "best_trial",
     "close_storage",
-    "counted",
+    "count",
     "make_pruner",
     "make_sampler",
     "open_storage",
     "quiet_optuna",
     "reap",
+    "retried",
+    "retry",
+    "retry_failed",
     "storage_lock",
     "storage_url",
 ]

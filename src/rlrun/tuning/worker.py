@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import math
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -42,13 +41,15 @@ from rlrun.signals import LATCH, inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
 from rlrun.tuning.storage import (
+    Owner,
     close_storage,
-    counted,
+    count,
     make_pruner,
     make_sampler,
     open_storage,
     quiet_optuna,
     reap,
+    retry_failed,
     storage_lock,
 )
 
@@ -86,22 +87,12 @@ class TuneWorker:
     seed: int
     heartbeat_s: int
     grace_s: int
+    retries: int = 0
+    """How many times a failed trial runs again (`rlrun.tuning.storage.retry`)."""
     echo: bool = False
     tune_pid: int = 0
     """The `rlrun tune` process: a worker in another process stops when it is orphaned (its parent changed)."""
     slot: int = 0
-
-
-@dataclass(frozen=True)
-class Owner:
-    """The process running a trial, recorded on it so that a later look can tell a dead one from a live one."""
-
-    host: str
-    pid: int
-
-    @classmethod
-    def here(cls) -> Owner:
-        return cls(socket.gethostname(), os.getpid())
 
 
 def total_steps(worker: TuneWorker) -> int:
@@ -144,11 +135,11 @@ def _work(worker: TuneWorker) -> list[dict[str, Any]]:
         while True:
             LATCH.check()
             with storage_lock(worker.lock):
-                reap(study, storage, locked=worker.lock is not None)
+                reap(study, storage, locked=worker.lock is not None, retries=worker.retries)
                 trials = study.get_trials(deepcopy=False)
                 trial = None
                 waiting = any(item.state == TrialState.WAITING for item in trials)
-                if waiting or sum(counted(item) for item in trials) < worker.n_trials:
+                if waiting or count(trials) < worker.n_trials:
                     seed = (worker.seed * 1_000_003 + len(trials)) % 2**32
                     study.sampler = make_sampler(worker.sampler, seed, worker.startup_trials)
                     trial = _ask(study, storage, distributions)
@@ -280,6 +271,12 @@ def run_trial(
         state, error = TrialState.FAIL, one_line(failure)
     wall = time.perf_counter() - started
     value = _tell(study, trial, state, error, seeds, curve, wall)
+    if (
+        state == TrialState.FAIL
+        and worker.retries
+        and retry_failed(study, trial._trial_id, worker.retries, worker.lock)
+    ):
+        error += "; it runs again (--retries)"
     _echo(worker, trial.number, state.name, value, params, wall, error)
     return {
         "number": trial.number,

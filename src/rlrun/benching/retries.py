@@ -1,0 +1,80 @@
+"""Running a failed bench cell again (`--retries N`): from the last checkpoint its failed attempt left, else from
+where the attempt started.
+
+A cell's run folders are named by its key (`<time>_<key>`, the cell's run name), so the folders a failed attempt
+made are those with that name that were not there before it ran (`run_folders`, taken before each round). Only
+what a folder's run.json lists is believed, and only a checkpoint file inside the bench's log root is taken; the
+retry then loads it as every checkpoint is loaded (`rlrun.train` with `resume`). A cell that failed on another Ray
+node left its folder there, out of the driver's reach: it runs again from where it started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from rlrun.benching.cell import Cell
+from rlrun.runs import read_manifest
+from rlrun.trust import paths
+
+
+def run_folders(cell: Cell, log_root: Path) -> set[str]:
+    """The names of the run folders that trainings of `cell` made under `log_root` so far."""
+    base = log_root / str(cell.request.library) / str(cell.request.experiment)
+    if not base.is_dir():
+        return set()
+    return {path.name for path in base.glob(f"*_{cell.key}*") if path.name.split("_", 2)[-1].startswith(cell.key)}
+
+
+def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: set[str]) -> Cell:
+    """`cell`'s next attempt after the failed one whose row is `row`: set to go on from the newest checkpoint that
+    the attempt saved in a run folder made since `before` (`run_folders`), or from where the attempt started (the
+    cell's own `resume`, if any) when it saved none. The attempt's wall time is added to the cell's."""
+    earlier = cell.resume or {"env_steps": 0, "iterations": 0, "wall_s": 0.0}
+    spent = row.get("wall_s")
+    wall = float(earlier["wall_s"]) + (float(spent) if isinstance(spent, int | float) else 0.0)
+    failures = (*cell.failures, str(row.get("error") or "failed"))
+    found = None if cell.seconds is not None else _last_checkpoint(cell, log_root, before)
+    if found is not None:
+        folder, checkpoint, iteration, env_steps = found
+        resume = {
+            "checkpoint": str(checkpoint),
+            "iterations": iteration,
+            "env_steps": int(earlier["env_steps"]) + env_steps,
+            "wall_s": wall,
+            "run_dir": str(folder),
+        }
+    elif cell.resume is not None:
+        resume = {**cell.resume, "wall_s": wall}
+    else:
+        resume = None
+    return dataclasses.replace(cell, resume=resume, attempt=cell.attempt + 1, failures=failures)
+
+
+def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path, Path, int, int] | None:
+    """(run folder, checkpoint, iteration, env steps) of the newest checkpoint listed in a run folder of `cell`
+    made since `before`, with iterations still to go; None when there is none."""
+    base = log_root / str(cell.request.library) / str(cell.request.experiment)
+    home = paths.real(log_root)
+    budget = int(cell.request.max_iterations or 0)
+    for name in sorted(run_folders(cell, log_root) - before, reverse=True):  # names start with the time: newest first
+        folder = base / name
+        manifest = read_manifest(folder) or {}
+        entries = manifest.get("checkpoints")
+        for entry in reversed(entries if isinstance(entries, list) else []):
+            if not isinstance(entry, dict):
+                continue
+            file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
+            if not (isinstance(file, str) and _count(iteration) and _count(env_steps) and 0 < iteration < budget):
+                continue
+            checkpoint = folder / file
+            if checkpoint.is_file() and paths.is_inside(paths.real(checkpoint), home):
+                return folder, checkpoint, iteration, env_steps
+    return None
+
+
+def _count(value: Any) -> TypeGuard[int]:
+    """An integer (not a bool) of at least 0."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

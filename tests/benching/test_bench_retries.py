@@ -1,0 +1,161 @@
+"""`--retries N`: a failed bench cell runs again, from the last checkpoint its failed attempt saved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import rlrun
+from rlrun.benching.cell import Cell
+from rlrun.benching.retries import retry, run_folders
+from support import SMALL_RSL_RL
+
+pytest.importorskip("rsl_rl")
+
+FLAKY = "dying_task:RlrunTestFlaky-v0"
+EVERY_ITERATION = (*SMALL_RSL_RL, "agent.save_interval=1")
+"""A checkpoint after every iteration: the flaky task fails in the third (step 20 of 8 per iteration)."""
+ENV_STEPS_PER_ITERATION = 8 * 2
+
+
+def flaky_bench(tmp_path: Path, monkeypatch, failures: int, **fields) -> rlrun.BenchRequest:
+    counter = tmp_path / "failures"
+    counter.write_text(str(failures), encoding="utf-8")
+    monkeypatch.setenv("RLRUN_TEST_FAILURES", str(counter))  # pool workers are spawned with it
+    spec = {
+        "tasks": (FLAKY,),
+        "runs": ("rsl_rl",),
+        "seeds": (0,),
+        "iterations": 4,
+        "num_envs": 2,
+        "overrides": EVERY_ITERATION,
+        "out": str(tmp_path / "bench"),
+        "report": False,
+    }
+    spec.update(fields)
+    return rlrun.BenchRequest(**spec)
+
+
+def saved_rows(result: rlrun.BenchResult) -> list[dict]:
+    return [json.loads(line) for line in result.results.read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_worker_killed_mid_cell_is_retried_from_its_checkpoint_and_the_row_counts_both_parts(tmp_path, monkeypatch):
+    result = rlrun.bench(flaky_bench(tmp_path, monkeypatch, failures=1, executor="process", workers=1, retries=1))
+    ((row,),) = (result.rows,)
+    assert row["status"] == "completed", row
+    assert row["attempts"] == 2
+    assert "worker died: killed by signal SIGKILL" in row["note"]
+    # the killed attempt saved iterations 1 and 2 (the last commit may not have reached run.json at the kill)
+    assert "resumed from" in row["note"] and ("at iteration 2" in row["note"] or "at iteration 1" in row["note"])
+    assert row["iterations"] == 4 and row["env_steps"] == 4 * ENV_STEPS_PER_ITERATION
+    assert saved_rows(result) == [row]
+    folders = sorted((tmp_path / "bench" / "runs" / "rsl_rl" / "bench").iterdir())
+    assert len(folders) == 2, folders  # the killed attempt's folder, and the one that went on from it
+    killed = json.loads((folders[0] / "run.json").read_text(encoding="utf-8"))
+    assert killed["status"] == "running"  # SIGKILL: nothing marked it; its checkpoints are listed all the same
+    assert row["note"].count(str(folders[0])) == 1 and row["run_dir"] == str(folders[1])
+
+
+def test_an_inline_cell_that_keeps_raising_fails_after_its_retries_with_every_error_noted(tmp_path, monkeypatch):
+    # RSL-RL's own interval: one checkpoint, after iteration 1; each retry goes on from it and fails again
+    result = rlrun.bench(flaky_bench(tmp_path, monkeypatch, failures=5, retries=2, overrides=SMALL_RSL_RL))
+    ((row,),) = (result.rows,)
+    assert row["status"] == "failed" and row["attempts"] == 3
+    assert "resumed from" in row["note"] and "at iteration 1" in row["note"]
+    assert "the flaky task failed on purpose" in row["error"]
+    assert row["note"].count("the flaky task failed on purpose") == 2  # the two attempts before the last
+    assert (tmp_path / "failures").read_text(encoding="utf-8") == "2"  # three attempts, no more
+    assert result.failed == 1 and saved_rows(result) == [row]
+
+
+def test_an_inline_cell_that_raises_once_completes_on_its_retry(tmp_path, monkeypatch):
+    result = rlrun.bench(flaky_bench(tmp_path, monkeypatch, failures=1, retries=3))
+    ((row,),) = (result.rows,)
+    assert row["status"] == "completed" and row["attempts"] == 2
+    assert row["iterations"] == 4 and row["env_steps"] == 4 * ENV_STEPS_PER_ITERATION
+    assert "at iteration 2" in row["note"]  # inline, the failure commits the checkpoints saved before it
+
+
+def test_without_retries_a_failed_cell_runs_once(tmp_path, monkeypatch):
+    result = rlrun.bench(flaky_bench(tmp_path, monkeypatch, failures=1))
+    ((row,),) = (result.rows,)
+    assert row["status"] == "failed" and row["attempts"] == 1 and row["note"] is None
+    assert (tmp_path / "failures").read_text(encoding="utf-8") == "0"
+
+
+# --- where a retry goes on from: only what the failed attempt's run.json lists, inside the log root --------------
+
+
+def planned_cell(log_root: Path, key: str = "0123456789abcdef") -> Cell:
+    request = rlrun.TrainRequest(
+        task="rlrun/Pendulum-v1", library="rsl_rl", log_root=str(log_root), experiment="bench", max_iterations=10
+    )
+    return Cell(key=key, run="rsl_rl/ppo", variant="", request=request, eval_episodes=0, seconds=None, threshold=None)
+
+
+def planted_run(log_root: Path, name: str, checkpoints: list, files: tuple[str, ...] = ()) -> Path:
+    folder = log_root / "rsl_rl" / "bench" / name
+    folder.mkdir(parents=True)
+    for file in files:
+        (folder / file).write_bytes(b"weights")
+    (folder / "run.json").write_text(json.dumps({"status": "failed", "checkpoints": checkpoints}), encoding="utf-8")
+    return folder
+
+
+def entry(file: str, iteration, env_steps) -> dict:
+    return {"file": file, "iteration": iteration, "env_steps": env_steps}
+
+
+def test_a_retry_goes_on_from_the_newest_listed_checkpoint_of_a_folder_the_attempt_made(tmp_path):
+    cell = planned_cell(tmp_path)
+    planted_run(tmp_path, f"2026-01-01_00-00-00_{cell.key}", [entry("old.pt", 5, 500)], ("old.pt",))
+    before = run_folders(cell, tmp_path)
+    folder = planted_run(
+        tmp_path, f"2026-01-02_00-00-00_{cell.key}", [entry("a.pt", 2, 200), entry("b.pt", 3, 300)], ("a.pt", "b.pt")
+    )
+    planted_run(tmp_path, "2026-01-03_00-00-00_fedcba9876543210", [entry("c.pt", 4, 400)], ("c.pt",))  # another cell
+    again = retry(cell, {"status": "failed", "error": "boom", "wall_s": 2.0}, tmp_path, before)
+    assert again.resume == {
+        "checkpoint": str(folder / "b.pt"),
+        "iterations": 3,
+        "env_steps": 300,
+        "wall_s": 2.0,
+        "run_dir": str(folder),
+    }
+    assert (again.attempt, again.failures) == (2, ("boom",))
+
+
+@pytest.mark.parametrize(
+    "checkpoints, files",
+    [
+        ([entry("b.pt", 3, 300)], ()),  # listed, not on disk
+        ([entry("../../../../outside.pt", 3, 300)], ()),  # outside the log root
+        ([entry("b.pt", 10, 300)], ("b.pt",)),  # no iteration left to train
+        ([entry("b.pt", 0, 0)], ("b.pt",)),
+        ([entry("b.pt", "3", 300)], ("b.pt",)),  # not numbers
+        ([entry("b.pt", 3, True)], ("b.pt",)),
+        ([entry("b.pt", 3, -1)], ("b.pt",)),
+        (["b.pt"], ("b.pt",)),
+        ({"b.pt": 3}, ("b.pt",)),
+    ],
+)
+def test_a_retry_starts_over_when_the_attempt_left_no_checkpoint_to_believe(tmp_path, checkpoints, files):
+    (tmp_path / "outside.pt").write_bytes(b"planted")
+    cell = planned_cell(tmp_path / "logs")
+    planted_run(tmp_path / "logs", f"2026-01-02_00-00-00_{cell.key}", checkpoints, files)
+    again = retry(cell, {"status": "failed", "error": "boom", "wall_s": 1.0}, tmp_path / "logs", set())
+    assert again.resume is None and again.attempt == 2
+
+
+@pytest.mark.slow
+def test_a_ray_cell_that_raises_is_retried_from_its_checkpoint(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    request = flaky_bench(tmp_path, monkeypatch, failures=1, executor="ray", workers=1, retries=1)
+    result = rlrun.bench(request, check_leaks=False)  # Ray keeps threads and descriptors after `ray.shutdown()`
+    ((row,),) = (result.rows,)
+    assert row["status"] == "completed" and row["attempts"] == 2, row
+    assert "the flaky task failed on purpose" in row["note"] and "at iteration 2" in row["note"]
+    assert row["iterations"] == 4 and row["env_steps"] == 4 * ENV_STEPS_PER_ITERATION
