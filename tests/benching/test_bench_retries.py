@@ -57,6 +57,8 @@ def test_a_worker_killed_mid_cell_is_retried_from_its_checkpoint_and_the_row_cou
     killed = json.loads((folders[0] / "run.json").read_text(encoding="utf-8"))
     assert killed["status"] == "running"  # SIGKILL: nothing marked it; its checkpoints are listed all the same
     assert row["note"].count(str(folders[0])) == 1 and row["run_dir"] == str(folders[1])
+    again = rlrun.bench(flaky_bench(tmp_path, monkeypatch, failures=1, executor="process", workers=1, retries=1))
+    assert again.reused == 1 and again.rows == result.rows  # the resumed run vouches for the row's summed steps
 
 
 def test_an_inline_cell_that_keeps_raising_fails_after_its_retries_with_every_error_noted(tmp_path, monkeypatch):

@@ -67,7 +67,7 @@ def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path
             if not isinstance(entry, dict):
                 continue
             file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
-            if not (isinstance(file, str) and _count(iteration) and _count(env_steps) and 0 < iteration < budget):
+            if not (isinstance(file, str) and is_count(iteration) and is_count(env_steps) and 0 < iteration < budget):
                 continue
             checkpoint = folder / file
             if checkpoint.is_file() and paths.is_inside(paths.real(checkpoint), home):
@@ -75,6 +75,6 @@ def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path
     return None
 
 
-def _count(value: Any) -> TypeGuard[int]:
+def is_count(value: Any) -> TypeGuard[int]:
     """An integer (not a bool) of at least 0."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

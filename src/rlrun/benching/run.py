@@ -17,7 +17,6 @@ The request, its result and its spec file are `rlrun.api.bench_request`'s; the p
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import time
@@ -27,10 +26,11 @@ from typing import Any, Protocol
 
 from rlrun import runs
 from rlrun.api.metrics import IterationRow
-from rlrun.benching.cell import STOPPED, Cell, receive_run, run_cell
+from rlrun.benching.cell import Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
 from rlrun.benching.retries import retry, run_folders
+from rlrun.benching.reuse import resuming, reusable
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.reports.results import MAX_RESULTS_BYTES
@@ -106,12 +106,9 @@ def bench_in_call(call: Call, request: BenchRequest, display: BoardFactory | Non
     with call.guarded():
         plan.out.mkdir(parents=True, exist_ok=True)
         results = ResultsFile(plan.out)
-        done = {key for key, row in results.rows.items() if row.get("status") == "completed"}
-        todo = [
-            _resuming(cell, results.rows.get(cell.key), plan)
-            for cell in plan.cells
-            if plan.force or cell.key not in done
-        ]
+        earlier = results.rows
+        done = set() if plan.force else {cell.key for cell in plan.cells if reusable(earlier.get(cell.key), cell, plan)}
+        todo = [resuming(cell, earlier.get(cell.key), plan) for cell in plan.cells if cell.key not in done]
         reused = len(plan.cells) - len(todo)
         for row in plan.skipped:
             results.add(row)
@@ -139,24 +136,6 @@ def bench_in_call(call: Call, request: BenchRequest, display: BoardFactory | Non
         skipped=len(plan.skipped),
         reused=reused,
     )
-
-
-def _resuming(cell: Cell, row: Mapping[str, Any] | None, plan: BenchPlan) -> Cell:
-    """`cell`, set to go on from its earlier row when a signal stopped it there (`STOPPED`) with a checkpoint inside
-    the bench's log root and iterations to go; else the cell as planned (trained from the start). A row is data:
-    its checkpoint is only a path to look at, read as every checkpoint is."""
-    if plan.force or row is None or row.get("status") not in STOPPED or cell.seconds is not None:
-        return cell
-    checkpoint, iterations, env_steps = row.get("checkpoint"), row.get("iterations"), row.get("env_steps")
-    if not (isinstance(checkpoint, str) and isinstance(iterations, int) and isinstance(env_steps, int)):
-        return cell
-    path = Path(checkpoint)
-    inside = path.is_absolute() and path.resolve().is_relative_to(plan.log_root.resolve()) and path.is_file()
-    if not inside or not 0 < iterations < int(cell.request.max_iterations or 0):
-        return cell
-    wall = row.get("wall_s") if isinstance(row.get("wall_s"), int | float) else 0.0
-    earlier = {"checkpoint": checkpoint, "iterations": iterations, "env_steps": env_steps, "wall_s": wall}
-    return dataclasses.replace(cell, resume={**earlier, "run_dir": str(row.get("run_dir"))})
 
 
 def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | None) -> Iterator[dict[str, Any]]:
