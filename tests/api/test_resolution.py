@@ -75,3 +75,17 @@ def test_exporting_when_only_a_jax_run_exists_says_so_and_how_to_export(tmp_path
     ):
         rlrun.export(rlrun.ExportRequest(task="rlrun/Pendulum-v1", library="skrl", log_root=str(tmp_path)))
     assert sorted(path.name for path in run_dir.iterdir()) == ["checkpoints", "run.json"]  # nothing written
+
+
+def test_a_linked_experiment_folder_is_refused_before_torch_is_imported(tmp_path):
+    """A planted link where a training would make its run folder is answered from the folder tree alone."""
+    logs, outside = tmp_path / "logs", tmp_path / "outside"
+    outside.mkdir()
+    (logs / "sb3").mkdir(parents=True)
+    (logs / "sb3" / "rlrun_CartPole-v1").symlink_to(outside)
+    words = ["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--max_iterations", "1"]
+    done = subprocess.run([sys.executable, "-c", PROBE, str(logs), *words], capture_output=True, text=True, timeout=120)
+    assert json.loads(done.stdout.splitlines()[-1]) == {"code": 2, "heavy": []}, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "rlrun_CartPole-v1' is a link" in line
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in (logs / "sb3").iterdir()) == ["rlrun_CartPole-v1"]

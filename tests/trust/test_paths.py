@@ -241,3 +241,21 @@ def test_inside_resolves_links_and_dotdot(place):
     (root / "run" / "up").symlink_to(outside)
     with pytest.raises(paths.OutsidePath, match=f"outside {str(root / 'run')!r}"):
         paths.inside(root / "run" / "up" / "x", root / "run", "checkpoint")
+
+
+def test_check_folders_refuses_what_real_folders_would_and_makes_nothing(tmp_path):
+    from rlrun.errors import UserError
+    from rlrun.trust.paths import OutsidePath, check_folders
+
+    root = tmp_path / "logs"
+    check_folders(root, "rsl_rl", "experiment")  # nothing there yet: nothing to refuse, and nothing made
+    assert not root.exists()
+    (root / "rsl_rl").mkdir(parents=True)
+    (root / "rsl_rl" / "experiment").write_text("a file", encoding="utf-8")
+    with pytest.raises(UserError, match="is a file, not a folder"):
+        check_folders(root, "rsl_rl", "experiment", what="run folder")
+    (root / "rsl_rl" / "experiment").unlink()
+    (root / "rsl_rl" / "experiment").symlink_to(tmp_path)
+    with pytest.raises(OutsidePath, match=r"run folder .* is a link"):
+        check_folders(root, "rsl_rl", "experiment", what="run folder")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["logs"]

@@ -79,7 +79,9 @@ def plan_train(call: Call, request: TrainRequest) -> TrainPlan:
     """Validate a training request; with `resume`, find the checkpoint and take the run's configuration."""
     check_request_type(request, TrainRequest, "train")
     request = normalised(request)
-    target = _target(call, request, early(request, (request.checkpoint or "latest") if request.resume else None))
+    target = _target(
+        call, request, early(request, (request.checkpoint or "latest") if request.resume else None, writes=True)
+    )
     check_int(request.max_iterations, "the number of iterations", minimum=1, flag="--max_iterations")
     if request.run_name is not None:
         runs.check_name(request.run_name, "--run_name")

@@ -22,6 +22,7 @@ from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, 
 from rlrun.hermetic import Call
 from rlrun.libraries import LIBRARIES, Library, check_installed, load_adapter
 from rlrun.libraries.base import Adapter
+from rlrun.trust import paths
 from rlrun.trust.limits import read_yaml
 
 
@@ -126,14 +127,19 @@ def check_algorithm(target: Target, algorithm: str) -> None:
         )
 
 
-def early(request: LibraryRequest, checkpoint: str | None, framework: str | None = None) -> Callable[[Target], None]:
+def early(
+    request: LibraryRequest, checkpoint: str | None, framework: str | None = None, *, writes: bool = False
+) -> Callable[[Target], None]:
     """The checks a library request's names and files allow before torch is imported (`checkpoint`: the selector
-    of the checkpoint the call reads, or None; `framework`: the only one the call takes, export's torch): the
-    checkpoint and its run, the framework and the algorithm, and a training's agent overrides against its
-    starting configuration. Planning repeats each in full after."""
+    of the checkpoint the call reads, or None; `framework`: the only one the call takes, export's torch; `writes`:
+    the call makes a run folder, a training): the checkpoint and its run, the framework and the algorithm, the
+    library and experiment folders a new run goes into (real folders, never links), and a training's agent
+    overrides against its starting configuration. Planning repeats each in full after."""
 
     def check(target: Target) -> None:
         library = target.library
+        if writes:
+            paths.check_folders(target.log_root, library.name, target.experiment, what="run folder")
         if framework is not None and request.ml_framework not in (None, framework):
             check_framework(library, request.ml_framework)
             raise InvalidArgument(

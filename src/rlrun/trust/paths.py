@@ -23,6 +23,7 @@ from rlrun.errors import UserError
 
 __all__ = [
     "OutsidePath",
+    "check_folders",
     "create_file",
     "inside",
     "is_inside",
@@ -100,6 +101,22 @@ def real_folders(root: str | os.PathLike[str], *parts: str, what: str = "folder"
             if not folder.is_dir():
                 raise
     return folder
+
+
+def check_folders(root: str | os.PathLike[str], *parts: str, what: str = "folder") -> None:
+    """Refuse, before anything is made, what `real_folders(root, *parts)` would refuse: a folder below the root
+    that is a link (`OutsidePath`) or a file (`UserError`). Makes nothing; `real_folders` checks again as it makes."""
+    folder = Path(root).absolute()
+    for part in parts:
+        folder = folder / part
+        if folder.is_symlink():
+            raise linked(what, folder)
+        if not folder.exists():
+            return
+        if not folder.is_dir():
+            raise UserError(
+                f"{what} {str(folder)!r} is a file, not a folder; move the file away or choose another log root."
+            )
 
 
 def output_folder(
