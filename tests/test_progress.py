@@ -128,3 +128,17 @@ def test_time_left_is_measured_from_the_end_of_the_first_iteration(monkeypatch):
     clock[0] = 70.0
     shown = meter.fields(64 * 11, None)  # 10 iterations in 10 s since the first: 89 left at 1 s each
     assert shown["left"] == "1:29" and shown["rate"] == "64 steps/s"
+
+
+def test_step_lines_print_each_step_with_the_seconds_since_the_job_began_and_escape_it():
+    import io
+
+    from rlrun.progress import StepLines
+
+    stream = io.StringIO()
+    say = StepLines("report", stream)
+    say("drawing 3 figures")
+    say("a name with an escape \x1b[31m")
+    first, second = stream.getvalue().splitlines()
+    assert first.startswith("report: drawing 3 figures  [") and first.endswith(" s]")
+    assert "\x1b" not in second

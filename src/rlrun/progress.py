@@ -169,6 +169,20 @@ def for_stream(stream: TextIO | None = None) -> Progress:
     return RichProgress(stream) if stream.isatty() else LineProgress(stream)
 
 
+class StepLines:
+    """A job without iterations to count (an export, a report) told step by step: one line on the stream as each
+    step starts, with the seconds since the job began, so a long step is never silent."""
+
+    def __init__(self, job: str, stream: TextIO | None = None) -> None:
+        self.job = job
+        self.stream = stream or sys.stderr
+        self.begun = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.monotonic() - self.begun
+        print(f"{self.job}: {_shown(text)}  [{elapsed:.1f} s]", file=self.stream, flush=True)
+
+
 class BenchBoard:
     """A bench's cells and their states: queued, running (iteration, steps/s, return), done, failed, with the
     bench's ETA. On a terminal, a rich table refreshed by hand (no thread) at events and at most 4 times a

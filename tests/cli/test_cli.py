@@ -216,3 +216,38 @@ def test_a_checkpoint_of_another_library_is_named(capsys, trained, tmp_path):
         f"is a rsl_rl checkpoint, not a {others[0]} one; pass --library rsl_rl",
         root=root,
     )
+
+
+def test_export_says_each_step_on_stderr_and_nothing_with_json(capsys, trained, tmp_path):
+    root, checkpoint = trained
+    words = ["export", "--task", MEDDLING_TASK, "--log_root", str(root), "--checkpoint", str(checkpoint)]
+    assert rlrun.main(words) == 0
+    captured = capsys.readouterr()
+    steps = captured.err.strip().splitlines()
+    assert [line.split(":")[0] for line in steps] == ["export"] * 4, captured.err
+    assert f"from {checkpoint.name}" in steps[0] and "exported/policy.onnx" in steps[2] and steps[-1].endswith(" s]")
+    assert "exported the rsl_rl policy" in captured.out
+    assert rlrun.main([*words, "--json"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_rlrun_report_says_each_step_with_the_time_since_it_began(capsys, tmp_path):
+    out = tmp_path / "bench"
+    rlrun.bench(
+        rlrun.BenchRequest(
+            tasks=(MEDDLING_TASK,),
+            runs=("rsl_rl",),
+            iterations=1,
+            num_envs=2,
+            overrides=SMALL_RSL_RL,
+            out=str(out),
+            report=False,
+        )
+    )
+    capsys.readouterr()
+    assert rlrun.main(["report", str(out)]) == 0
+    captured = capsys.readouterr()
+    steps = captured.err.strip().splitlines()
+    assert len(steps) == 3 and all(line.startswith("report: ") and line.endswith(" s]") for line in steps)
+    assert "1 cell over 1 task" in steps[0] and "drawing" in steps[2]
+    assert captured.out.strip().endswith("report.md")

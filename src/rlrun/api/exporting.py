@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +31,9 @@ def export(request: ExportRequest, *, check_leaks: bool | None = None) -> Export
         return export_in_call(call, request)
 
 
-def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
-    """`export` within an already open hermetic call."""
+def export_in_call(call: Call, request: ExportRequest, progress: Callable[[str], None] | None = None) -> ExportResult:
+    """`export` within an already open hermetic call; `progress(text)` hears each step as it starts."""
+    say = progress or _quiet
     plan = plan_export(call, request)
     run_dir = plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent
     paths.output_folder(run_dir, "exported", plan.log_root, make=False)  # refused before anything runs
@@ -39,9 +41,11 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
         import torch
 
         env = opened.env
+        say(f"building the {plan.library.name} policy from {plan.checkpoint.name}")
         job = play_job(plan, env, plan.checkpoint, deterministic=True)
         with console(plan), checkpoint_fit(plan.checkpoint, plan.task):
             module = plan.adapter.export_policy(job).eval()
+        say(f"a {plan.validation_steps}-step rollout of the policy for the observations to check against")
         observations = _validation_observations(env, module, plan.validation_steps, plan.seed)
         with torch.inference_mode():
             expected = module(observations)
@@ -52,6 +56,7 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
         traced = torch.jit.trace(module, example)
         for name in plan.formats:
             path = directory / EXPORT_FORMATS[name]
+            say(f"writing exported/{path.name} and running it on those observations")
             runs.atomic_save(path, functools.partial(_write, name, traced, example))
             files.append(path)
             exported = _run(name, path, observations)
@@ -64,6 +69,10 @@ def export_in_call(call: Call, request: ExportRequest) -> ExportResult:
             files=tuple(files),
             max_abs_error=errors,
         )
+
+
+def _quiet(text: str) -> None:
+    return None
 
 
 def _validation_observations(env: TorchVectorEnv, module: Any, steps: int, seed: int) -> Any:

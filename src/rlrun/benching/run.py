@@ -92,9 +92,15 @@ def bench(
         return bench_in_call(call, request, display)
 
 
-def bench_in_call(call: Call, request: BenchRequest, display: BoardFactory | None = None) -> BenchResult:
+def bench_in_call(
+    call: Call,
+    request: BenchRequest,
+    display: BoardFactory | None = None,
+    steps: Callable[[str], None] | None = None,
+) -> BenchResult:
     """`bench` within an already open hermetic call. The cells' own calls nest inside it (inline) or run in
-    workers; the bench's own work (folders, results, report) happens inside a guarded span."""
+    workers; the bench's own work (folders, results, report) happens inside a guarded span. `steps(text)` hears
+    each step of the report at the end (`rlrun.reports.write_report`'s `progress`)."""
     plan = plan_bench(call, request)
     call.import_modules(("rlrun.executors",))  # multiprocessing.util registers an exit hook when imported
     if plan.report:
@@ -125,7 +131,7 @@ def bench_in_call(call: Call, request: BenchRequest, display: BoardFactory | Non
         if plan.report:
             from rlrun.reports import write_report
 
-            report = write_report(plan.out)
+            report = write_report(plan.out, progress=steps)
     return BenchResult(
         out=plan.out,
         results=results.path,

@@ -34,7 +34,7 @@ def run_request(call: Call, args: argparse.Namespace, arguments: list[str]) -> i
     if args.command in api.AGENTS:
         result = api.agent_in_call(call, request, args.command, display)
     elif args.command == "export":
-        result = api.export_in_call(call, request)
+        result = api.export_in_call(call, request, None if args.json else progress.StepLines("export"))
     elif args.command == "train":
         result = api.train_in_call(call, request, display)
     else:
@@ -63,7 +63,8 @@ def bench(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
     def board(cells: list[tuple[str, str]]) -> Any:
         return progress.BenchBoard(cells, sys.stderr)
 
-    result = bench_in_call(call, request, None if args.json else board)
+    steps = None if args.json else progress.StepLines("bench report")
+    result = bench_in_call(call, request, None if args.json else board, steps)
     if request.suite is not None:
         from rlrun.benching.suites import plan_suite
 
@@ -130,10 +131,11 @@ def _dashboard(storage: str) -> str:
 
 
 def report(call: Call, args: argparse.Namespace) -> int:
+    from rlrun import progress
     from rlrun.reports import write_report
 
     with call.guarded():
-        path = write_report(Path(args.out))
+        path = write_report(Path(args.out), progress=progress.StepLines("report"))
     print(f"report: {relative(path)}")
     return 0
 

@@ -8,6 +8,7 @@ import effects out of a hermetic call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rlrun.errors import InvalidArgument
@@ -62,6 +63,7 @@ def write_report(
     curve_reps: int = 2_000,
     seed: int = 0,
     normalisation: str = "reference",
+    progress: Callable[[str], None] | None = None,
 ) -> Path:
     """Write `<out_dir>/report.md` and the figures in `<out_dir>/plots/` (PNG and SVG) from `results.jsonl`.
 
@@ -69,17 +71,23 @@ def write_report(
     performance profiles; `seed`: the bootstrap's seed (the same seed gives the same intervals);
     `normalisation`: the performance profile's scale, `reference` (random = 0, the task's reference score = 1,
     from rlrun's reference table) or `field` (the bench's own min and max per task; `rlrun.reports.profile`).
-    Returns the report's path. Raises `InvalidArgument` when `out_dir` holds no results.jsonl."""
+    `progress(text)` hears each step as it starts (the command line prints them). Returns the report's path.
+    Raises `InvalidArgument` when `out_dir` holds no results.jsonl."""
     from rlrun.reports import aggregate, markdown, plots
     from rlrun.reports import profile as profiles
 
+    say = progress or _quiet
     normalisation = profiles.check_normalisation(normalisation)
     out_dir = Path(out_dir)
     results = read_results(results_path(out_dir))
+    cells, count = len(results.cells), len({cell.task for cell in results.cells})
+    say(f"{_many(cells, 'cell')} over {_many(count, 'task')}: interquartile means, {reps:,} bootstrap resamples")
     tasks = aggregate.summarize(results.cells, reps=reps, curve_reps=curve_reps, seed=seed)
+    say(f"performance profiles ({normalisation} scores, {curve_reps:,} resamples)")
     profile = profiles.performance_profile(results.cells, reps=curve_reps, seed=seed, normalisation=normalisation)
     figures = plots.make_plots(tasks, profile)
     plots_dir = paths.output_folder(out_dir, PLOTS_DIR)  # a real folder, never a link
+    say(f"drawing {_many(len(figures), 'figure')} into {plots_dir} (PNG and SVG)")
     written = {path for figure in figures for path in plots.save_plot(figure, plots_dir)}
     if plots_dir.is_dir():  # a previous report's figures that this one does not have (a task gone, ...)
         for stale in plots_dir.iterdir():
@@ -89,3 +97,11 @@ def write_report(
     report = out_dir / REPORT_FILE
     paths.replace_file(report, text)  # never through a link that has its name
     return report
+
+
+def _quiet(text: str) -> None:
+    return None
+
+
+def _many(count: int, thing: str) -> str:
+    return f"{count} {thing}{'' if count == 1 else 's'}"
