@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import signal
 
 import pytest
 
@@ -30,6 +31,23 @@ def log_root(tmp_path):
     """A fresh directory for run directories."""
     root = tmp_path / "logs"
     return root
+
+
+HANDLED = (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.fixture(autouse=True)
+def signal_handlers_come_back():
+    """Every test leaves SIGINT's and SIGTERM's handlers as it found them. The Ctrl-C tests rely on Python's
+    default SIGINT handler at their start (`rlrun.signals.InterruptLatch` installs only over it): a handler left by
+    one test would make every later one fail far from its cause, so the test that left it fails instead."""
+    before = {number: signal.getsignal(number) for number in HANDLED}
+    yield
+    after = {number: signal.getsignal(number) for number in HANDLED}
+    for number in HANDLED:
+        signal.signal(number, before[number])
+    changed = {signal.Signals(number).name: after[number] for number in HANDLED if after[number] != before[number]}
+    assert not changed, f"the test left signal handlers behind: {changed}"
 
 
 def pytest_collection_modifyitems(config, items):

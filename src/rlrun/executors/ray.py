@@ -35,8 +35,10 @@ import contextlib
 import importlib
 import math
 import os
+import signal
 import socket
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -195,6 +197,9 @@ class RayExecutor(Executor):
         """Whether this executor called `ray.init` (and so calls `ray.shutdown`)."""
         self._quiet: Callable[[], None] | None = None
         """Puts back where Ray prints its own messages (see `_messages_to_stderr`)."""
+        self._handlers: dict[int, Any] = {}
+        """SIGINT's and SIGTERM's handlers before `ray.init`, which installs its own SIGTERM handler in the driver
+        and leaves it after `ray.shutdown`: put back on close."""
         self._inbox: Any = None
         self._capacity: Resources | None = None
         """A local instance's CPUs and GPUs (read once: it never grows); None on a cluster."""
@@ -219,6 +224,9 @@ class RayExecutor(Executor):
                 quiet, self._quiet = self._quiet, None
                 if quiet is not None:
                     quiet()
+                handlers, self._handlers = self._handlers, {}
+                for number, handler in handlers.items():
+                    signal.signal(number, handler)
 
     def nodes(self) -> int:
         """How many nodes of the cluster are alive now (connecting first, starting a local instance if need be)."""
@@ -244,6 +252,8 @@ class RayExecutor(Executor):
             if self.address is None:
                 options.update(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
             self._owned = True
+            if threading.current_thread() is threading.main_thread():
+                self._handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
             self._quiet = _messages_to_stderr()
             ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
         self._remote = ray.remote(max_retries=0)(_call)
