@@ -84,7 +84,7 @@ OPTIONAL_MODULES = frozenset(
         "onnx", "onnxscript", "onnxruntime",  # export
         "moviepy", "imageio_ffmpeg", "pygame",  # video
         "rliable", "matplotlib", "scipy", "pandas", "seaborn", "arch",  # bench
-        "ray",  # ray
+        "ray", "fsspec",  # ray
         "rl_zoo3",  # zoo
         "optuna", "optuna_dashboard",  # tune
         "envpool", "sklearn",  # looked for when present, never required

@@ -939,6 +939,8 @@ ROWS = [
     cli("bench --executor unknown", *bench("--executor", "threads")),
     cli("bench --workers zero", *bench("--executor", "process", "--workers", "0")),
     cli("bench --retries negative", *bench("--retries", "-1")),
+    cli("bench --storage unknown protocol", *bench("--storage", "foo://bucket/x")),
+    cli("bench --storage protocol without its package", *bench("--storage", "s3://bucket/x")),
     cli("bench --retries above the most", *bench("--retries", "101")),
     cli("bench --retries non-numeric", *bench("--retries", "twice")),
     cli("bench --address without ray", *bench("--address", "127.0.0.1:6379")),

@@ -78,7 +78,7 @@ def check_reach(values: dict[str, Any], source: Path, what: str) -> None:
             raise _untrusted(what, source, key, value, f"outside the spec's folder {str(folder)!r}")
     storage = values.get("storage")
     if isinstance(storage, str):
-        problem = _storage_reach(storage, folder)
+        problem = _folder_reach(storage, folder) if what == "bench spec" else _storage_reach(storage, folder)
         if problem is not None:
             raise _untrusted(what, source, "storage", storage, problem)
     if values.get("address") is not None:
@@ -133,6 +133,18 @@ def _storage_reach(url: str, folder: Path) -> str | None:
         return "which names a host"
     if not _inside(database[1:], folder):
         return f"a database file outside the spec's folder {str(folder)!r}"
+    return None
+
+
+def _folder_reach(url: str, folder: Path) -> str | None:
+    """Why a bench spec's `storage` (a path or an fsspec URL) reaches beyond its folder, in words; None for a
+    path, or a `file://` URL, inside `folder`."""
+    scheme, separator, rest = url.partition("://")
+    if separator and scheme.lower() != "file":
+        return "a filesystem off this machine that every cell's run folder would be uploaded to"
+    path = rest if separator else url
+    if not _inside(path, folder):
+        return f"a folder outside the spec's folder {str(folder)!r} that every run folder would be copied to"
     return None
 
 

@@ -30,6 +30,10 @@ def tiny_bench(out: Path, **fields) -> rlrun.BenchRequest:
     return rlrun.BenchRequest(**spec)
 
 
+def lines(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
 def rewrite_row(out: Path, change) -> dict:
     results = out / "results.jsonl"
     (row,) = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
@@ -100,5 +104,9 @@ def test_a_completed_row_its_run_folder_does_not_vouch_for_trains_again_with_a_w
     assert says in str(caught[0].message) and "\n" not in str(caught[0].message)
     assert (again.reused, again.completed) == (0, 1)
     (row,) = [row for row in again.rows if row["seed"] == 0]
-    assert row["run_dir"] != honest["run_dir"] and row["final_return"] == honest["final_return"]
-    assert row["env_steps"] == honest["env_steps"]
+    assert row["final_return"] == honest["final_return"] and row["env_steps"] == honest["env_steps"]
+    # trained again into a new folder (the name of a removed one, when it starts in the same second)
+    assert Path(row["run_dir"], "run.json").is_file() and row["run_dir"] in {r["run_dir"] for r in lines(out)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rlrun.bench(tiny_bench(out)).reused == 1  # the new row is vouched for

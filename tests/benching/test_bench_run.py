@@ -429,6 +429,59 @@ def test_a_run_folder_over_the_bound_fails_its_cell_naming_the_bound(tmp_path, m
     assert "holds more than 1000 bytes of files" in row["error"] and "\n" not in row["error"]
 
 
+def test_with_storage_every_cell_uploads_its_folder_and_one_from_another_node_comes_home_from_there(
+    tmp_path, monkeypatch
+):
+    """`--storage`: each cell uploads its run folder; the driver copies a cell's folder from the storage when the
+    cell ran on a node whose disk it cannot see, with no bound of Ray's object store (a 1000-byte one here)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("rlrun.benching.cell"), "MAX_RUN_BYTES", 1000)
+    out, bucket = tmp_path / "bench", tmp_path / "bucket"
+    moved = away_cells(monkeypatch, tmp_path / "node-disk")
+    result = rlrun.bench(small_bench(out, storage=str(bucket)))
+    assert result.completed == 2
+    for row in lines(out):
+        run_dir = Path(row["run_dir"])
+        relative = run_dir.relative_to(out / "runs")
+        assert row["stored"] == f"file://{bucket / relative}"
+        assert files_under(run_dir) == files_under(moved[row["seed"]]) == files_under(bucket / relative)
+        assert Path(row["checkpoint"]).is_file() and Path(row["checkpoint"]).is_relative_to(run_dir)
+
+
+def test_with_storage_an_inline_cell_uploads_its_folder_and_keeps_its_own(tmp_path):
+    out, bucket = tmp_path / "bench", tmp_path / "bucket"
+    result = rlrun.bench(small_bench(out, seeds=(0,), storage=f"file://{bucket}"))
+    (row,) = result.rows
+    relative = Path(row["run_dir"]).relative_to(out / "runs")
+    assert row["stored"] == f"file://{bucket / relative}" and files_under(bucket / relative) == files_under(
+        Path(row["run_dir"])
+    )
+    assert len(list(Path(row["run_dir"]).parent.iterdir())) == 1, "its own folder is the run: no copy"
+
+
+def test_a_link_planted_in_the_storage_fails_the_cell_that_comes_home_from_there(tmp_path, monkeypatch):
+    import importlib
+
+    out, bucket, secret = tmp_path / "bench", tmp_path / "bucket", tmp_path / "secret"
+    secret.write_text("not yours", encoding="utf-8")
+    away_cells(monkeypatch, tmp_path / "node-disk")
+    bench = importlib.import_module("rlrun.benching.run")
+    on_another_node = bench.run_cell
+
+    def and_a_planted_link(cell, *args, **kwargs):
+        row = on_another_node(cell, *args, **kwargs)
+        (bucket / Path(row["run_dir"]).relative_to(out / "runs") / "notes.txt").symlink_to(secret)
+        return row
+
+    monkeypatch.setattr(bench, "run_cell", and_a_planted_link)
+    result = rlrun.bench(small_bench(out, seeds=(0,), storage=str(bucket)))
+    (row,) = result.rows
+    assert row["status"] == "failed" and row["error"].startswith("receiving the run folder: UnsafeArchive: ")
+    assert "'notes.txt', which is not a file or a folder" in row["error"]
+    assert not list((out / "runs" / "sb3" / "bench").iterdir()), "nothing written, the claimed folder removed"
+
+
 AWAY_NODE = """
 import subprocess, sys
 from ray._private.node import Node

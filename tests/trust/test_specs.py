@@ -107,6 +107,9 @@ OUTSIDE = {
     "bench log_root": ("bench", "log_root: {elsewhere}/runs\n", "log_root"),
     "bench address": ("bench", "executor: ray\naddress: 10.0.0.1:6379\n", "address"),
     "bench module task": ("bench", f"tasks: ['{MARKER_MODULE}:Marked-v0']\n", "tasks"),
+    "bench storage folder outside": ("bench", "storage: {elsewhere}/bucket\n", "storage"),
+    "bench storage file URL outside": ("bench", "storage: file://{elsewhere}/bucket\n", "storage"),
+    "bench storage bucket": ("bench", "storage: s3://bucket/prefix\n", "storage"),
     "tune out": ("tune", "out: {elsewhere}/tune\n", "out"),
     "tune log_root": ("tune", "log_root: /tmp/../{elsewhere}/runs\n", "log_root"),
     "tune storage file outside": ("tune", "storage: sqlite:///{elsewhere}/study.db\n", "storage"),
@@ -176,6 +179,7 @@ def test_values_inside_the_spec_folder_and_local_databases_need_no_word(place, c
     assert NO_BUDGET in line
     assert load_tune_spec(spec(place, TUNE + "storage: 'sqlite://'\n")).storage == "sqlite://"
     assert load_bench_spec(spec(place, BENCH + f"out: {place}\n")).out == str(place)
+    assert load_bench_spec(spec(place, BENCH + "storage: results/bucket\n")).storage == "results/bucket"
 
 
 def test_the_python_api_asks_the_same(place):

@@ -30,6 +30,7 @@ from rlrun.sweep import evaluation, one_line
 from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder, read_member, unpack_folder
 from rlrun.trust.limits import MAX_JSON_BYTES
 from rlrun.trust.paths import real_folders
+from rlrun.trust.remote import download_folder, read_file, upload_folder
 
 ROW_FIELDS = (
     "key",
@@ -58,11 +59,13 @@ ROW_FIELDS = (
     "host",
     "config_source",
     "attempts",
+    "stored",
 )
 """The columns of `results.jsonl`, one row per cell. `node_id` and `host` say where the cell ran: the Ray node's id
 (None inline and in the process pool) and the machine's host name. `config_source`: where the cell's agent
 configuration came from (`TrainResult.agent_config` less the params hashes), for the report's column. `attempts`:
-how many times the cell ran in this bench (more than 1 after `--retries`; the note says why)."""
+how many times the cell ran in this bench (more than 1 after `--retries`; the note says why). `stored`: the URL of
+the copy of the run folder in `--storage` (None without it)."""
 
 RUN_ARCHIVE = "run_archive"
 """The key of a row that carries its run folder back from another node (never written to `results.jsonl`)."""
@@ -94,6 +97,8 @@ class Cell:
     """Which run of the cell this is: 1, then one more for each retry of a failed attempt (`--retries`)."""
     failures: tuple[str, ...] = ()
     """The errors of the failed attempts before this one."""
+    storage: str | None = None
+    """Where the cell uploads its run folder when it ends (`--storage`), or None."""
 
     def row(self, **fields: Any) -> dict[str, Any]:
         """This cell's result row with `fields` filled in (every column present)."""
@@ -136,7 +141,12 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     place = where()
     row = _train(cell, listener)
     row.update(node_id=place.node_id, host=place.host)
-    if place.away and row["run_dir"] is not None:
+    if cell.storage is not None and row["run_dir"] is not None:
+        try:
+            row["stored"] = upload_folder(row["run_dir"], cell.storage, _relative(row["run_dir"], cell))
+        except Exception as error:  # a filesystem's own errors (botocore's, ...) are not all OSErrors
+            row.update(status="failed", error=f"uploading the run folder to --storage: {one_line(error)}")
+    elif place.away and row["run_dir"] is not None:
         try:
             row[RUN_ARCHIVE] = pack_folder(row["run_dir"], MAX_RUN_BYTES)
         except (UserError, OSError) as error:
@@ -144,24 +154,40 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     return row
 
 
+def _relative(run_dir: str, cell: Cell) -> tuple[str, ...]:
+    """The parts of `run_dir` below the cell's log root (`<library>/<experiment>/<run>`)."""
+    return Path(str(run_dir)).relative_to(cell.request.log_root).parts
+
+
 def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, Any]:
-    """`row` with the run folder it carries (a cell that ran on another node, see `run_cell`) written into
-    `log_root` (the driver's) at the same path relative to it as on that node, or beside it with a suffix when a
-    run started in the same second here holds that name; `run_dir` and `checkpoint` name the driver's copy. A row
-    without a folder is returned as it is; one whose folder is refused is failed with the reason. A folder
-    already there with the same `run.json` is that run, on a disk the node and the driver share: it is kept."""
+    """`row` with the run folder it carries (a cell that ran on another node, see `run_cell`), or the one it
+    uploaded to `--storage`, written into `log_root` (the driver's) at the same path relative to it as on that
+    node, or beside it with a suffix when a run started in the same second here holds that name; `run_dir` and
+    `checkpoint` name the driver's copy. A row without a folder is returned as it is; one whose folder is refused
+    is failed with the reason. A folder already there with the same `run.json` is that run (it ran here, or on a
+    disk the node and the driver share): it is kept."""
     row = dict(row)
     data = row.pop(RUN_ARCHIVE, None)
-    if not isinstance(data, bytes):
+    stored = isinstance(row.get("stored"), str) and cell.storage is not None and row["run_dir"] is not None
+    if not isinstance(data, bytes) and not stored:
         return row
-    what = f"the run folder sent back by {row['host']!r}"
+    what = f"the run folder sent back by {row['host']!r}" if data is not None else f"the run folder {row['stored']}"
     try:
-        relative = Path(str(row["run_dir"])).relative_to(cell.request.log_root)
-        folder = log_root.joinpath(*relative.parts)
-        if not _same_run(folder, data):
-            folder = _claim(log_root, relative.parts)
+        relative = _relative(str(row["run_dir"]), cell)
+        folder = log_root.joinpath(*relative)
+        sent = read_member(data, "run.json", MAX_JSON_BYTES) if isinstance(data, bytes) else None
+        if not isinstance(data, bytes):
+            assert cell.storage is not None
+            sent = read_file(cell.storage, (*relative, "run.json"), MAX_JSON_BYTES)
+        if not _same_run(folder, sent):
+            folder = _claim(log_root, relative)
             try:
-                unpack_folder(data, log_root, *folder.relative_to(log_root).parts, what=what, limit=MAX_RUN_BYTES)
+                names = folder.relative_to(log_root).parts
+                if isinstance(data, bytes):
+                    unpack_folder(data, log_root, *names, what=what, limit=MAX_RUN_BYTES)
+                else:
+                    assert cell.storage is not None
+                    download_folder(cell.storage, relative, log_root, *names, what=what)
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)  # the folder claimed here a moment ago, links never followed
                 raise
@@ -174,13 +200,13 @@ def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, An
     return row
 
 
-def _same_run(folder: Path, data: bytes) -> bool:
-    """Whether `folder` is already the run the archive holds: its `run.json` has the archive's bytes."""
+def _same_run(folder: Path, sent: bytes | None) -> bool:
+    """Whether `folder` is already the run that was sent: its `run.json` has the bytes `sent` (the archive's or
+    the storage's run.json)."""
     manifest = folder / "run.json"
-    if not manifest.is_file() or manifest.is_symlink():
+    if sent is None or not manifest.is_file() or manifest.is_symlink():
         return False
-    sent = read_member(data, "run.json", MAX_JSON_BYTES)
-    return sent is not None and manifest.stat().st_size == len(sent) and manifest.read_bytes() == sent
+    return manifest.stat().st_size == len(sent) and manifest.read_bytes() == sent
 
 
 def _claim(log_root: Path, parts: tuple[str, ...]) -> Path:

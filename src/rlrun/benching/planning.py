@@ -20,6 +20,7 @@ from rlrun.benching.suites import plan_suite
 from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import Call
 from rlrun.sweep import MAX_CELLS, check_executor, out_folders, parse_seeds, training_request
+from rlrun.trust.remote import check_storage
 
 SECONDS_BUDGET_ITERATIONS = 10**7
 """The iteration cap of a training whose budget is in seconds (it stops at the first iteration past them)."""
@@ -43,12 +44,15 @@ class BenchPlan:
     report: bool
     retries: int
     """How many times a failed cell runs again."""
+    storage: str | None
+    """Where every cell uploads its run folder (`--storage`, as fsspec spells it), or None."""
 
 
 def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
     """Check the whole bench and resolve every cell (changes nothing, makes no folder)."""
     tasks, bench_runs, labels, seeds, budgets = _check_values(request)
     out, log_root, name = out_folders(request.out, request.log_root, request.name, "bench", "bench")
+    storage = None if request.storage is None else check_storage(request.storage)
     import_core(call, video=False)
     cells: list[Cell] = []
     skipped: list[dict[str, Any]] = []
@@ -69,6 +73,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
                 )
                 where = f"{task} x {given} x seed {seed}"
                 cell, fits = _cell(call, train, run, where, (budget, amount), request.eval_episodes, threshold, space)
+                cell = dataclasses.replace(cell, storage=storage)
                 if not fits:
                     note = f"{cell.run} cannot act in {task}'s {space} action space"
                     skipped.append(cell.row(status="skipped", note=note))
@@ -92,6 +97,7 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
         force=request.force,
         report=request.report,
         retries=request.retries,
+        storage=storage,
     )
 
 

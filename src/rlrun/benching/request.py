@@ -77,6 +77,11 @@ class BenchRequest:
     """Folder of `results.jsonl`, `report.md` and `plots/`."""
     log_root: str | None = None
     """Run directories' root; None: `<out>/runs`. On Ray, cells on other nodes send their run folders back here."""
+    storage: str | None = None
+    """A folder every node reaches, where each cell uploads its run folder when it ends (a local or NFS path,
+    file://, or any filesystem fsspec knows: s3://bucket/prefix, gs://..., its package on every node); the driver
+    copies a cell's folder from there into its log root when the cell ran elsewhere. None: a cell on another Ray
+    node sends its folder back through Ray's object store (256 MiB at most)."""
     executor: str = field(default="inline", metadata={"choices": EXECUTOR_NAMES})
     """`inline` (hermetic calls in this process), `process` (a spawn pool) or `ray`."""
     workers: int | None = field(default=None, metadata={"minimum": 1})

@@ -28,7 +28,17 @@ from typing import IO
 from rlrun.errors import UserError
 from rlrun.trust.paths import create_file, real_folders
 
-__all__ = ["MAX_ARCHIVE_BYTES", "MAX_MEMBERS", "UnsafeArchive", "pack_folder", "read_member", "unpack_folder"]
+__all__ = [
+    "MAX_ARCHIVE_BYTES",
+    "MAX_MEMBERS",
+    "UnsafeArchive",
+    "copy_file",
+    "name_parts",
+    "pack_folder",
+    "read_member",
+    "shown_size",
+    "unpack_folder",
+]
 
 MAX_ARCHIVE_BYTES = 256 << 20
 """The most file bytes a run folder sent back from another machine may hold (256 MiB): a bench cell's checkpoints,
@@ -45,7 +55,7 @@ class UnsafeArchive(UserError, ValueError):
     """A run folder that cannot be sent (too large, holds a link) or an archive refused as it is read."""
 
 
-def _size(count: int) -> str:
+def shown_size(count: int) -> str:
     return f"{count / (1 << 20):.1f} MiB" if count >= 1 << 20 else f"{count} bytes"
 
 
@@ -73,8 +83,8 @@ def pack_folder(folder: str | os.PathLike[str], limit: int = MAX_ARCHIVE_BYTES) 
             entries.append((path, relative))
             if total > limit:
                 raise UnsafeArchive(
-                    f"run folder {str(root)!r} holds more than {_size(limit)} of files, the most a cell sends back "
-                    "from another node: keep fewer checkpoints (or smaller ones), or write runs to a shared disk."
+                    f"run folder {str(root)!r} holds more than {shown_size(limit)} of files, the most a cell sends "
+                    "back from another node: keep fewer checkpoints (or smaller ones), or give --storage."
                 )
             if len(entries) > MAX_MEMBERS:
                 raise UnsafeArchive(
@@ -95,7 +105,7 @@ def pack_folder(folder: str | os.PathLike[str], limit: int = MAX_ARCHIVE_BYTES) 
     return buffer.getvalue()
 
 
-def _parts(name: str, what: str) -> tuple[str, ...]:
+def name_parts(name: str, what: str) -> tuple[str, ...]:
     """The parts of a member's name, refused unless it is a plain relative POSIX path."""
     problem = None
     if not name or "\x00" in name or "\\" in name:
@@ -124,7 +134,7 @@ def unpack_folder(
             for member in archive:
                 if len(members) >= MAX_MEMBERS:
                     raise UnsafeArchive(f"{what} holds more than {MAX_MEMBERS} members; the archive is refused.")
-                _parts(member.name, what)
+                name_parts(member.name, what)
                 if member.type not in _FILE_TYPES and not member.isdir():
                     raise UnsafeArchive(
                         f"{what} holds {member.name!r}, which is not a file or a folder (a link, a device?); "
@@ -133,20 +143,20 @@ def unpack_folder(
                 total += max(0, member.size) if member.type in _FILE_TYPES else 0
                 if total > limit:
                     raise UnsafeArchive(
-                        f"{what} holds more than {_size(limit)} of files, the most a run folder sent back may "
+                        f"{what} holds more than {shown_size(limit)} of files, the most a run folder sent back may "
                         "hold; the archive is refused."
                     )
                 members.append(member)
             folder = real_folders(destination, *parts, what="run folder")
             for member in members:
-                names = _parts(member.name, what)
+                names = name_parts(member.name, what)
                 if member.isdir():
                     real_folders(folder, *names, what="run folder")
                     continue
                 parent = real_folders(folder, *names[:-1], what="run folder")
                 source = archive.extractfile(member)
                 assert source is not None  # a regular file's member has content
-                _copy(source, parent / names[-1], member.size)
+                copy_file(source, parent / names[-1], member.size)
     except tarfile.TarError as error:
         raise UnsafeArchive(f"{what} is not a readable tar archive ({error}); the archive is refused.") from None
     return folder
@@ -165,7 +175,7 @@ def read_member(data: bytes, name: str, limit: int) -> bytes | None:
     return None
 
 
-def _copy(source: IO[bytes], target: Path, size: int) -> None:
+def copy_file(source: IO[bytes], target: Path, size: int) -> None:
     """`size` bytes of `source` into a new file at `target` (never over a file there, never through a link)."""
     descriptor = create_file(target, 0o644)
     try:
