@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -513,12 +514,14 @@ def can_unshare() -> bool:
 
 
 @pytest.mark.slow
-def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home(tmp_path, monkeypatch):
+@pytest.mark.parametrize("via", ["object store", "storage"])
+def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home(tmp_path, monkeypatch, via):
     """A real two-node Ray cluster on this machine: the second node's processes live in their own mount namespace,
     where the driver's out folder is another folder (`unshare -m` and a bind mount), as on a machine with its own
-    disk. The cells that run there write their run folders there and send them back; after the bench, every run
-    folder, checkpoint and metrics.csv named in results.jsonl is on the driver's disk, and the report counts every
-    seed."""
+    disk. The cells that run there write their run folders there and send them back (through Ray's object store, or
+    `--storage`, a folder both nodes see); after the bench, every run folder, checkpoint and metrics.csv named in
+    results.jsonl is on the driver's disk, a cell of the second node plays from its checkpoint here, and the report
+    counts every seed."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
@@ -528,6 +531,7 @@ def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home
     out.mkdir()
     node_disk.mkdir()
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # every Ray worker imports this checkout's rlrun
+    handler = signal.getsignal(signal.SIGTERM)  # the head node's own, which its shutdown leaves in this process
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 100 * 1024 * 1024})
     away = subprocess.Popen(
         ["unshare", "-m", sys.executable, "-c", AWAY_NODE, cluster.gcs_address, str(node_disk), str(out)],
@@ -540,15 +544,15 @@ def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home
         away_id = away.stdout.readline().strip()
         assert len(away_id) == 56, "the second node started"
         seeds = (0, 1, 2, 3)
-        result = rlrun.bench(
-            small_bench(out, seeds=seeds, iterations=6, executor="ray", address=cluster.address, report=True),
-            check_leaks=False,
-        )
+        storage = str(tmp_path / "bucket") if via == "storage" else None
+        request = small_bench(out, seeds=seeds, iterations=6, executor="ray", address=cluster.address, report=True)
+        result = rlrun.bench(dataclasses.replace(request, storage=storage), check_leaks=False)
     finally:
         away.stdin.close()
         away.wait(timeout=60)
         away.stdout.close()
         cluster.shutdown()
+        signal.signal(signal.SIGTERM, handler)
     assert not ray.is_initialized()
     rows = lines(out)
     assert sorted(row["seed"] for row in rows) == list(seeds) and all(row["status"] == "completed" for row in rows)
@@ -564,6 +568,14 @@ def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home
     for row in ran_away:
         run_dir = Path(row["run_dir"])
         assert files_under(run_dir) == files_under(node_disk / "runs" / "sb3" / "bench" / run_dir.name)
+        if storage is not None:
+            assert files_under(run_dir) == files_under(Path(storage) / "sb3" / "bench" / run_dir.name)
+    played = rlrun.play(
+        rlrun.PlayRequest(
+            task="rlrun/CartPole-v1", library="sb3", checkpoint=ran_away[0]["checkpoint"], num_episodes=1, num_envs=1
+        )
+    )
+    assert len(played.returns) == 1 and played.checkpoint == Path(ran_away[0]["checkpoint"])
     assert result.completed == 4 and result.report is not None and result.report.is_file()
     from rlrun.reports import read_results, summarize
 

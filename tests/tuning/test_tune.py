@@ -295,3 +295,42 @@ def test_a_trial_whose_worker_died_runs_again_in_a_spare_slot(tmp_path, monkeypa
     assert killed.state == optuna.trial.TrialState.FAIL and "ended" in killed.user_attrs["interrupted"]
     assert again.state == optuna.trial.TrialState.COMPLETE and again.params == killed.params
     assert again.user_attrs["rlrun_attempt"] == 2 and other.state == optuna.trial.TrialState.COMPLETE
+
+
+def test_a_trials_run_folders_come_home_from_another_node(tmp_path, monkeypatch):
+    """A slot on a node other than the driver's (`where().away`) sends each trial's run folders with its row; they
+    are moved off the driver's disk when the slot ends (as a node's own disk keeps them), and the driver writes
+    them back at the same paths, byte for byte."""
+    import shutil
+    from pathlib import Path
+
+    from rlrun.executors.base import Where
+    from rlrun.tuning import worker
+
+    node_disk = tmp_path / "node-disk"
+    moved: dict[str, Path] = {}
+    run_worker = worker.run_worker
+
+    def on_another_node(slot):
+        rows = run_worker(slot)
+        for row in rows:
+            for run_dir in row["run_dirs"]:
+                moved[run_dir] = node_disk / Path(run_dir).name
+                shutil.move(run_dir, moved[run_dir])
+        return rows
+
+    monkeypatch.setattr(worker, "where", lambda: Where(node_id="f" * 56, host="node-2", away=True))
+    monkeypatch.setattr(worker, "run_worker", on_another_node)
+    result = rlrun.tune(tiny_study(tmp_path / "tune", report=False))
+    assert result.completed == 2 and len(moved) == 2
+    for trial in trials_of(result):
+        (run_dir,) = trial.user_attrs["run_dirs"]
+        home = Path(run_dir)
+        assert home.is_dir() and sorted(p.name for p in home.rglob("*")) == sorted(
+            p.name for p in moved[run_dir].rglob("*")
+        )
+        assert all(
+            (home / p.relative_to(moved[run_dir])).read_bytes() == p.read_bytes()
+            for p in moved[run_dir].rglob("*")
+            if p.is_file()
+        )

@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -25,11 +24,11 @@ from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.errors import TrainingStopped, UserError
 from rlrun.runs import read_manifest
+from rlrun.runs.transfer import claim, same_run, unpack_home
 from rlrun.signals import inner
 from rlrun.sweep import evaluation, one_line
-from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder, read_member, unpack_folder
+from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder
 from rlrun.trust.limits import MAX_JSON_BYTES
-from rlrun.trust.paths import real_folders
 from rlrun.trust.remote import download_folder, read_file, upload_folder
 
 ROW_FIELDS = (
@@ -162,35 +161,23 @@ def _relative(run_dir: str, cell: Cell) -> tuple[str, ...]:
 def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, Any]:
     """`row` with the run folder it carries (a cell that ran on another node, see `run_cell`), or the one it
     uploaded to `--storage`, written into `log_root` (the driver's) at the same path relative to it as on that
-    node, or beside it with a suffix when a run started in the same second here holds that name; `run_dir` and
-    `checkpoint` name the driver's copy. A row without a folder is returned as it is; one whose folder is refused
-    is failed with the reason. A folder already there with the same `run.json` is that run (it ran here, or on a
-    disk the node and the driver share): it is kept."""
+    node, or beside it with a suffix when a run started in the same second here holds that name
+    (`rlrun.runs.transfer`); `run_dir` and `checkpoint` name the driver's copy. A row without a folder is returned
+    as it is; one whose folder is refused is failed with the reason. A folder already there with the same
+    `run.json` is that run (it ran here, or on a disk the node and the driver share): it is kept."""
     row = dict(row)
     data = row.pop(RUN_ARCHIVE, None)
     stored = isinstance(row.get("stored"), str) and cell.storage is not None and row["run_dir"] is not None
     if not isinstance(data, bytes) and not stored:
         return row
-    what = f"the run folder sent back by {row['host']!r}" if data is not None else f"the run folder {row['stored']}"
     try:
         relative = _relative(str(row["run_dir"]), cell)
-        folder = log_root.joinpath(*relative)
-        sent = read_member(data, "run.json", MAX_JSON_BYTES) if isinstance(data, bytes) else None
-        if not isinstance(data, bytes):
+        if isinstance(data, bytes):
+            what = f"the run folder sent back by {row['host']!r}"
+            folder = unpack_home(data, log_root, relative, what, MAX_RUN_BYTES)
+        else:
             assert cell.storage is not None
-            sent = read_file(cell.storage, (*relative, "run.json"), MAX_JSON_BYTES)
-        if not _same_run(folder, sent):
-            folder = _claim(log_root, relative)
-            try:
-                names = folder.relative_to(log_root).parts
-                if isinstance(data, bytes):
-                    unpack_folder(data, log_root, *names, what=what, limit=MAX_RUN_BYTES)
-                else:
-                    assert cell.storage is not None
-                    download_folder(cell.storage, relative, log_root, *names, what=what)
-            except BaseException:
-                shutil.rmtree(folder, ignore_errors=True)  # the folder claimed here a moment ago, links never followed
-                raise
+            folder = _from_storage(cell.storage, relative, log_root, f"the run folder {row['stored']}")
     except (UserError, OSError, ValueError) as error:
         return {**row, "status": "failed", "error": f"receiving the run folder: {one_line(error)}"}
     checkpoint = row.get("checkpoint")
@@ -200,27 +187,18 @@ def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, An
     return row
 
 
-def _same_run(folder: Path, sent: bytes | None) -> bool:
-    """Whether `folder` is already the run that was sent: its `run.json` has the bytes `sent` (the archive's or
-    the storage's run.json)."""
-    manifest = folder / "run.json"
-    if sent is None or not manifest.is_file() or manifest.is_symlink():
-        return False
-    return manifest.stat().st_size == len(sent) and manifest.read_bytes() == sent
-
-
-def _claim(log_root: Path, parts: tuple[str, ...]) -> Path:
-    """A new, empty folder at `log_root/parts...`, or `<name>_2`, `<name>_3`, ... beside it when that name is
-    taken (claimed by `mkdir`, as `rlrun.runs.new_run_dir` claims run folders)."""
-    parent = real_folders(log_root, *parts[:-1], what="run folder")
-    for counter in range(1, 1000):
-        candidate = parent / (parts[-1] if counter == 1 else f"{parts[-1]}_{counter}")
-        try:
-            os.mkdir(candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise FileExistsError(f"999 run folders named {parts[-1]!r} (with suffixes) already exist in {str(parent)!r}")
+def _from_storage(storage: str, relative: tuple[str, ...], log_root: Path, what: str) -> Path:
+    """The run folder at `relative` in `storage`, copied to the same place below `log_root` unless it is there."""
+    folder = log_root.joinpath(*relative)
+    if same_run(folder, read_file(storage, (*relative, "run.json"), MAX_JSON_BYTES)):
+        return folder
+    folder = claim(log_root, relative)
+    try:
+        download_folder(storage, relative, log_root, *folder.relative_to(log_root).parts, what=what)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # the folder claimed here a moment ago, links never followed
+        raise
+    return folder
 
 
 STOPPED = ("interrupted", "terminated")

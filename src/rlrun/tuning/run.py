@@ -20,14 +20,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import warnings
+from pathlib import Path
 from typing import Any
 
 from rlrun import runs
 from rlrun.api.planning import plan_train
 from rlrun.configs.provenance import commented
-from rlrun.errors import InvalidArgument
+from rlrun.errors import InvalidArgument, UserError
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.signals import termination_delivered
+from rlrun.trust.text import terminal
 from rlrun.tuning.planning import TunePlan, plan_tune
 from rlrun.tuning.request import BEST_FILE, TuneRequest, TuneResult
 
@@ -117,11 +120,37 @@ def _execute(plan: TunePlan, study: Any, storage: Any, needs: tuple[float, float
                     if plan.worker.echo:
                         print(f"tune: a worker slot was lost ({finished.error})", file=sys.stderr, flush=True)
                 else:
-                    rows.extend(finished.value)
+                    rows.extend(_home(plan, row) for row in finished.value)
     finally:
         with studies.storage_lock(plan.worker.lock):
             studies.reap(study, storage, locked=plan.worker.lock is not None)
     return rows
+
+
+def _home(plan: TunePlan, row: dict[str, Any]) -> dict[str, Any]:
+    """A trial's row, its run folders written into this machine's log root when it ran on another node (the row
+    carries them, `rlrun.runs.transfer`): at the same path as there, or beside it when a run here took that name;
+    `run_dirs` names where they are. A folder that could not come home is said in one warning line."""
+    from rlrun.runs.transfer import unpack_home
+    from rlrun.tuning.worker import RUN_ARCHIVES
+
+    archives = row.pop(RUN_ARCHIVES, None)
+    problems = [row.pop("not_sent")] if row.get("not_sent") else []
+    if not isinstance(archives, dict):
+        return row
+    log_root = Path(str(plan.worker.request.log_root))  # the same path on every node: the planned request's
+    homes = []
+    for run_dir, data in archives.items():
+        try:
+            parts = Path(str(run_dir)).relative_to(log_root).parts
+            homes.append(str(unpack_home(data, log_root, parts, f"the run folder of trial {row['number']}")))
+        except (UserError, OSError, ValueError) as error:
+            problems.append(f"{type(error).__name__}: {error}")
+    row["run_dirs"] = homes
+    if problems:
+        note = f"tune: a run folder of trial {row['number']} did not come home from its node: {problems[0]}"
+        warnings.warn_explicit(terminal(note), UserWarning, "rlrun", 0)  # one line, no registry written
+    return row
 
 
 def _check_shared(plan: TunePlan, executor: Any) -> None:

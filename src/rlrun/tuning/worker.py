@@ -37,6 +37,7 @@ from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.errors import TrainingStopped
 from rlrun.executors import where
+from rlrun.runs.transfer import pack_runs
 from rlrun.signals import LATCH, inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
@@ -58,6 +59,8 @@ FINAL_ROWS = 5
 REPORT_POINTS = 100
 """An env-step budget is reported to the pruner on a grid of this many points, the same for every trial, so that
 trials whose iterations differ in size (a searched `n_steps`) are compared at the same steps."""
+RUN_ARCHIVES = "run_archives"
+"""The key of a trial row that carries its run folders from another node, by path (`rlrun.runs.transfer`)."""
 POLL_S = 1.0
 """How often a slot whose study is full looks again while other trials still run."""
 
@@ -271,22 +274,14 @@ def run_trial(
         state, error = TrialState.FAIL, one_line(failure)
     wall = time.perf_counter() - started
     value = _tell(study, trial, state, error, seeds, curve, wall)
-    if (
-        state == TrialState.FAIL
-        and worker.retries
-        and retry_failed(study, trial._trial_id, worker.retries, worker.lock)
-    ):
+    if state == TrialState.FAIL and retry_failed(study, trial._trial_id, worker.retries, worker.lock):
         error += "; it runs again (--retries)"
     _echo(worker, trial.number, state.name, value, params, wall, error)
-    return {
-        "number": trial.number,
-        "state": state.name,
-        "value": value,
-        "params": params,
-        "env_steps": seeds.env_steps,
-        "wall_s": wall,
-        "error": error or None,
-    }
+    row = {"number": trial.number, "state": state.name, "value": value, "params": params}
+    row.update(env_steps=seeds.env_steps, wall_s=wall, error=error or None, run_dirs=seeds.run_dirs)
+    if where().away:  # the trial's run folders are on this node's disk: they go home with the row
+        row[RUN_ARCHIVES], row["not_sent"] = pack_runs(seeds.run_dirs)
+    return row
 
 
 @dataclass
