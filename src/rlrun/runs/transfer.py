@@ -66,10 +66,19 @@ def pack_runs(run_dirs: Sequence[str], limit: int = MAX_ARCHIVE_BYTES) -> tuple[
     left = limit
     for run_dir in run_dirs:
         try:
-            data = pack_folder(run_dir, left)
+            archives[run_dir] = pack_folder(run_dir, left)  # refused when its files hold more than `left` bytes
         except (UserError, OSError) as error:
             lines = str(error).strip().splitlines()
             return archives, f"{type(error).__name__}: {lines[0] if lines else ''}"
-        archives[run_dir] = data
-        left -= len(data)
+        left -= _file_bytes(Path(run_dir))
     return archives, None
+
+
+def _file_bytes(folder: Path) -> int:
+    """The bytes of the regular files under `folder` (links not followed), as `pack_folder` counts them."""
+    return sum(
+        (Path(current) / name).lstat().st_size
+        for current, _, files in os.walk(folder, followlinks=False)
+        for name in files
+        if (Path(current) / name).is_file() and not (Path(current) / name).is_symlink()
+    )
