@@ -334,3 +334,11 @@ def test_a_trials_run_folders_come_home_from_another_node(tmp_path, monkeypatch)
             for p in moved[run_dir].rglob("*")
             if p.is_file()
         )
+
+
+def test_a_study_says_on_stderr_when_it_draws_its_report_and_nothing_without_echo(tmp_path, capsys):
+    rlrun.tune(tiny_study(tmp_path / "tune", n_trials=1), echo=True)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1] == f"tune: drawing the figures and report.md of 1 trial into {tmp_path / 'tune'}", lines
+    rlrun.tune(tiny_study(tmp_path / "quiet", n_trials=1))
+    assert "drawing" not in capsys.readouterr().err

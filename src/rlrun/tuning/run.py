@@ -196,6 +196,9 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         runs.atomic_write_text(
             best_config, _best_header(best_plan, best, plan) + configs.to_yaml(best_plan.agent_config)
         )
+    if plan.report and plan.worker.echo:  # the figures take seconds: say what is being waited for
+        count = f"{len(trials)} trial{'' if len(trials) == 1 else 's'}"
+        print(f"tune: drawing the figures and report.md of {count} into {plan.out}", file=sys.stderr, flush=True)
     report = tune_report.write_report(plan.out, study, plan.storage, best) if plan.report else None
     return TuneResult(
         out=plan.out,
