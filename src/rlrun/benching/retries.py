@@ -13,16 +13,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from rlrun.benching.cell import Cell
 from rlrun.runs import read_manifest
 from rlrun.trust import paths
+from rlrun.trust.limits import whole_number
+
+
+def _experiment(cell: Cell, log_root: Path) -> Path:
+    """The folder of `cell`'s run folders under `log_root`: `<library>/<experiment>`."""
+    return log_root / str(cell.request.library) / str(cell.request.experiment)
 
 
 def run_folders(cell: Cell, log_root: Path) -> set[str]:
     """The names of the run folders that trainings of `cell` made under `log_root` so far."""
-    base = log_root / str(cell.request.library) / str(cell.request.experiment)
+    base = _experiment(cell, log_root)
     if not base.is_dir():
         return set()
     return {path.name for path in base.glob(f"*_{cell.key}*") if path.name.split("_", 2)[-1].startswith(cell.key)}
@@ -56,7 +62,7 @@ def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: set[str]) 
 def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path, Path, int, int] | None:
     """(run folder, checkpoint, iteration, env steps) of the newest checkpoint listed in a run folder of `cell`
     made since `before`, with iterations still to go; None when there is none."""
-    base = log_root / str(cell.request.library) / str(cell.request.experiment)
+    base = _experiment(cell, log_root)
     home = paths.real(log_root)
     budget = int(cell.request.max_iterations or 0)
     for name in sorted(run_folders(cell, log_root) - before, reverse=True):  # names start with the time: newest first
@@ -67,14 +73,11 @@ def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path
             if not isinstance(entry, dict):
                 continue
             file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
-            if not (isinstance(file, str) and is_count(iteration) and is_count(env_steps) and 0 < iteration < budget):
+            if not (
+                isinstance(file, str) and whole_number(iteration) and whole_number(env_steps) and 0 < iteration < budget
+            ):
                 continue
             checkpoint = folder / file
             if checkpoint.is_file() and paths.is_inside(paths.real(checkpoint), home):
                 return folder, checkpoint, iteration, env_steps
     return None
-
-
-def is_count(value: Any) -> TypeGuard[int]:
-    """An integer (not a bool) of at least 0."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

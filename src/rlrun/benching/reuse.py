@@ -19,9 +19,9 @@ from typing import Any
 
 from rlrun.benching.cell import STOPPED, Cell
 from rlrun.benching.planning import BenchPlan
-from rlrun.benching.retries import is_count
 from rlrun.runs import read_manifest
 from rlrun.trust import paths
+from rlrun.trust.limits import whole_number
 from rlrun.trust.text import terminal
 
 
@@ -60,7 +60,7 @@ def _unvouched(row: Mapping[str, Any], cell: Cell, log_root: Path) -> str | None
         return f"its final return {row.get('final_return')!r} is not its run's ({final!r})"
     steps, ran = row.get("env_steps"), result.get("env_steps")
     resumed = manifest.get("parent") is not None  # the row adds the parts before the run's own steps
-    if not (is_count(steps) and is_count(ran) and (steps >= ran if resumed else steps == ran)):
+    if not (whole_number(steps) and whole_number(ran) and (steps >= ran if resumed else steps == ran)):
         return f"its env steps {steps!r} are not its run's ({ran!r})"
     checkpoint, saved = row.get("checkpoint"), result.get("checkpoint")
     if (checkpoint is None) != (saved is None):
@@ -81,7 +81,7 @@ def resuming(cell: Cell, row: Mapping[str, Any] | None, plan: BenchPlan) -> Cell
     if plan.force or row is None or row.get("status") not in STOPPED or cell.seconds is not None:
         return cell
     checkpoint, iterations, env_steps = row.get("checkpoint"), row.get("iterations"), row.get("env_steps")
-    if not (isinstance(checkpoint, str) and is_count(iterations) and is_count(env_steps)):
+    if not (isinstance(checkpoint, str) and whole_number(iterations) and whole_number(env_steps)):
         return cell
     path = Path(checkpoint)
     inside = path.is_absolute() and paths.is_inside(paths.real(path), paths.real(plan.log_root)) and path.is_file()

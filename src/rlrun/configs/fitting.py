@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any, TypeGuard
+from typing import Any
 
 from rlrun.configs.loading import library_config
+from rlrun.trust.limits import whole_number
 
 FITTED_SOURCES = ("rlrun", "rl_zoo3")
 """Configurations rlrun may fit: its own and RL Zoo's. A file or a run's configuration is the user's word."""
@@ -44,7 +45,11 @@ def fit_minibatch(
     library = library_config(agent)
     old = _get(library, key)
     own_envs = agent.get("num_envs")
-    if not _count(old) or not _count(own_envs) or (own_envs == num_envs and _fits(library, steps, num_envs, old)):
+    if (
+        not whole_number(old, 1)
+        or not whole_number(own_envs, 1)
+        or (own_envs == num_envs and _fits(library, steps, num_envs, old))
+    ):
         return agent, {}
     try:
         # With a minibatch of 1, which splits anything, the adapter measures the rollout without refusing it.
@@ -65,10 +70,6 @@ def _fits(library: dict[str, Any], steps: Callable[[dict[str, Any], int], int], 
     except Exception:
         return False
     return size <= rollout and rollout % size == 0
-
-
-def _count(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _get(config: dict[str, Any], key: str) -> Any:

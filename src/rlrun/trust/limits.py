@@ -25,7 +25,7 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from rlrun.errors import InvalidArgument
 
@@ -303,6 +303,11 @@ def _depth_within(text: str, limit: int) -> bool:
 # --- wording ------------------------------------------------------------------------------------------------
 
 
+def whole_number(value: Any, minimum: int = 0) -> TypeGuard[int]:
+    """Whether `value`, read from a file, is an integer (not a bool) of at least `minimum`."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 def _size(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 and limit % (1 << 20) == 0 else f"{limit:,} bytes"
 
@@ -323,4 +328,5 @@ __all__ = [
     "read_json",
     "read_text",
     "read_yaml",
+    "whole_number",
 ]

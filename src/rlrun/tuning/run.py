@@ -207,10 +207,7 @@ def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) 
         n_trials=studies.count(trials),
         completed=len(finished),
         pruned=sum(trial.state == TrialState.PRUNED for trial in trials),
-        failed=sum(
-            trial.state == TrialState.FAIL and "error" in trial.user_attrs and trial.number not in retried
-            for trial in trials
-        ),
+        failed=sum(studies.failed_for_good(trial, retried) for trial in trials),
         retried=len(retried),
         ran=sum(row.get("number") is not None for row in rows),
         lost_slots=sum(row.get("state") == "WORKER" for row in rows),

@@ -30,6 +30,7 @@ import optuna
 from optuna.trial import TrialState
 
 from rlrun.errors import InvalidArgument
+from rlrun.trust.limits import whole_number
 from rlrun.tuning.request import check_storage
 from rlrun.tuning.space import Param
 
@@ -77,11 +78,13 @@ def storage_lock(path: str | None) -> Iterator[None]:
 def count(trials: Sequence[optuna.trial.FrozenTrial]) -> int:
     """How many of `trials` (a study's) take one of its `n_trials` (see the module docstring)."""
     again = retried(trials)
-    return sum(
-        trial.state in COUNTED
-        or (trial.state == TrialState.FAIL and "error" in trial.user_attrs and trial.number not in again)
-        for trial in trials
-    )
+    return sum(trial.state in COUNTED or failed_for_good(trial, again) for trial in trials)
+
+
+def failed_for_good(trial: optuna.trial.FrozenTrial, again: set[int]) -> bool:
+    """Whether `trial` failed on its own (user attribute `error`) and was not run again (its number not in
+    `again`, the study's `retried`): a failure that counts."""
+    return trial.state == TrialState.FAIL and "error" in trial.user_attrs and trial.number not in again
 
 
 def retried(trials: Sequence[optuna.trial.FrozenTrial]) -> set[int]:
@@ -100,7 +103,7 @@ def retry(study: optuna.Study, trial: optuna.trial.FrozenTrial, retries: int) ->
     would copy every user attribute of the failed trial (its error, process and run folders) onto the retry, so
     rlrun enqueues the retry itself. Once per failed trial; returns whether it enqueued one."""
     attempt = trial.user_attrs.get("rlrun_attempt", 1)
-    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt > retries or not trial.params:
+    if not whole_number(attempt, 1) or attempt > retries or not trial.params:
         return False
     if trial.number in retried(study.get_trials(deepcopy=False)):
         return False  # run again already (by the slot that ran it, or another look)
@@ -306,6 +309,7 @@ __all__ = [
     "best_trial",
     "close_storage",
     "count",
+    "failed_for_good",
     "make_pruner",
     "make_sampler",
     "open_storage",
