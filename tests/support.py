@@ -445,6 +445,25 @@ def register() -> None:
 SMALL_RSL_RL = ("agent.num_steps_per_env=8", "agent.actor.hidden_dims=[16,16]", "agent.critic.hidden_dims=[16,16]")
 """Overrides that make an RSL-RL run of a few iterations take well under a second."""
 
+
+def bench_request(out: Any, **fields: Any) -> Any:
+    """A bench of seconds into `out`: one seed, 2 iterations on 2 envs, no report, unless `fields` say otherwise
+    (they name the tasks, runs and overrides)."""
+    import rlrun
+
+    spec = {"seeds": (0,), "iterations": 2, "num_envs": 2, "out": str(out), "report": False, **fields}
+    return rlrun.BenchRequest(**spec)
+
+
+def result_rows(out: Any) -> list[dict[str, Any]]:
+    """The rows of `<out>/results.jsonl`, in file order."""
+    import json
+    from pathlib import Path
+
+    text = (Path(out) / "results.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
 CONTRACT_CASES = {
     # case id: (TrainRequest keyword arguments for a short run of the meddling task, a step at which the
     # library has built its agent and is training: the env fails there, after the library changed globals)

@@ -10,7 +10,7 @@ import pytest
 import rlrun
 from rlrun.benching.cell import Cell
 from rlrun.benching.retries import retry, run_folders
-from support import SMALL_RSL_RL
+from support import SMALL_RSL_RL, bench_request, result_rows
 
 pytest.importorskip("rsl_rl")
 
@@ -24,22 +24,12 @@ def flaky_bench(tmp_path: Path, monkeypatch, failures: int, **fields) -> rlrun.B
     counter = tmp_path / "failures"
     counter.write_text(str(failures), encoding="utf-8")
     monkeypatch.setenv("RLRUN_TEST_FAILURES", str(counter))  # pool workers are spawned with it
-    spec = {
-        "tasks": (FLAKY,),
-        "runs": ("rsl_rl",),
-        "seeds": (0,),
-        "iterations": 4,
-        "num_envs": 2,
-        "overrides": EVERY_ITERATION,
-        "out": str(tmp_path / "bench"),
-        "report": False,
-    }
-    spec.update(fields)
-    return rlrun.BenchRequest(**spec)
+    spec = {"tasks": (FLAKY,), "runs": ("rsl_rl",), "iterations": 4, "overrides": EVERY_ITERATION}
+    return bench_request(tmp_path / "bench", **{**spec, **fields})
 
 
 def saved_rows(result: rlrun.BenchResult) -> list[dict]:
-    return [json.loads(line) for line in result.results.read_text(encoding="utf-8").splitlines()]
+    return result_rows(result.out)
 
 
 def test_a_worker_killed_mid_cell_is_retried_from_its_checkpoint_and_the_row_counts_both_parts(tmp_path, monkeypatch):

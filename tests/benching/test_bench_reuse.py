@@ -10,28 +10,17 @@ from pathlib import Path
 import pytest
 
 import rlrun
-from support import SMALL_RSL_RL
+from support import SMALL_RSL_RL, bench_request, result_rows
 
 pytest.importorskip("rsl_rl")
 
 
 def tiny_bench(out: Path, **fields) -> rlrun.BenchRequest:
-    spec = {
-        "tasks": ("rlrun/Pendulum-v1",),
-        "runs": ("rsl_rl",),
-        "seeds": (0,),
-        "iterations": 2,
-        "num_envs": 2,
-        "overrides": SMALL_RSL_RL,
-        "out": str(out),
-        "report": False,
-    }
-    spec.update(fields)
-    return rlrun.BenchRequest(**spec)
+    spec = {"tasks": ("rlrun/Pendulum-v1",), "runs": ("rsl_rl",), "overrides": SMALL_RSL_RL}
+    return bench_request(out, **{**spec, **fields})
 
 
-def lines(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+lines = result_rows
 
 
 def rewrite_row(out: Path, change) -> dict:

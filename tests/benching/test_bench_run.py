@@ -18,7 +18,7 @@ import pytest
 
 import rlrun
 from rlrun.benching.request import BenchRun
-from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c
+from support import MEDDLING_TASK, SMALL_RSL_RL, bench_request, drop_a_ctrl_c, result_rows
 
 pytest.importorskip("rsl_rl")
 pytest.importorskip("stable_baselines3")  # the libraries its cases train with
@@ -30,22 +30,11 @@ WHERE = ("node_id", "host")
 
 
 def small_bench(out: Path, **fields) -> rlrun.BenchRequest:
-    spec = {
-        "tasks": ("rlrun/CartPole-v1",),
-        "runs": ("sb3",),
-        "seeds": (0, 1),
-        "iterations": 2,
-        "num_envs": 2,
-        "overrides": SB3_SMALL,
-        "out": str(out),
-        "report": False,
-    }
-    spec.update(fields)
-    return rlrun.BenchRequest(**spec)
+    spec = {"tasks": ("rlrun/CartPole-v1",), "runs": ("sb3",), "seeds": (0, 1), "overrides": SB3_SMALL}
+    return bench_request(out, **{**spec, **fields})
 
 
-def lines(out: Path) -> list[dict]:
-    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+lines = result_rows
 
 
 def without_times(row: dict) -> dict:
