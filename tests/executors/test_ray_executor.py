@@ -84,23 +84,26 @@ def test_ray_fails_a_task_whose_worker_died_and_cancels_a_dropped_run(tmp_path):
 
 def test_ray_queues_every_item_and_calls_on_start_when_each_task_starts():
     """Without `workers`, every item is submitted at once and Ray queues what does not fit: on 2 CPUs, the third
-    two-second item starts only once one of the first two is done, and `on_start` says so (it is called when
-    the task starts on its node, not when it is queued): at least a second after the first start, whatever the
-    half-second polling delays (the second may start late too: its worker process starts cold). In what the
-    driver sees, the third start may come just before the first `Finished`: both come from the one look after
-    the first task ends. Reports arrive in order, after the start, before the item's `Finished`."""
+    and fourth two-second items begin only once one of the first two has ended, and `on_start` says so (it is
+    called when the task starts on its node, not when it is queued). Ordered by cause, on the wall clock the
+    tasks and the driver share: a queued task's `on_start` comes after a first task ended, however late the
+    driver hears of either under load. Reports arrive in order, after the start, before the item's `Finished`."""
     with RayExecutor(num_cpus=2) as executor:
         queued: list[int] = []
-        started_at: list[float] = []
+        on_start_at: dict[int, float] = {}
 
         def on_start(index: int) -> None:
             queued.append(len(executor._in_flight))
-            started_at.append(time.monotonic())
+            on_start_at[index] = time.time()
 
-        finished_at = [time.monotonic() for _ in executor.run(workload.nap, [2.0, 2.0, 2.0, 2.0], on_start)]
+        spans = {f.index: f.value for f in executor.run(workload.timed_nap, [2.0, 2.0, 2.0, 2.0], on_start)}
         assert max(queued) == 4, "every item was submitted before the first finished"
-        assert len(started_at) == 4 and len(finished_at) == 4
-        assert started_at[2] - started_at[0] >= 1.0, "the third started once a CPU was free"
+        assert sorted(spans) == sorted(on_start_at) == [0, 1, 2, 3]
+        first, second, *later = sorted(spans, key=lambda index: spans[index][0])
+        first_end = min(spans[first][1], spans[second][1])
+        for index in later:
+            assert spans[index][0] >= first_end, "a queued item began only once a CPU was free"
+            assert on_start_at[index] >= first_end, "on_start came when the task started, not when it was queued"
 
         reports: list[tuple] = []
         for finished in executor.run(

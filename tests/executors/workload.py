@@ -119,3 +119,11 @@ def nap(seconds: float) -> float:
     """Sleep `seconds`, then return them (an item that holds its CPU for a while)."""
     time.sleep(seconds)
     return seconds
+
+
+def timed_nap(seconds: float) -> tuple[float, float]:
+    """Sleep `seconds`; return when the sleep began and ended, by the wall clock that every process of this
+    machine shares (so that a test orders what tasks did by cause, not by how soon the driver heard of it)."""
+    began = time.time()
+    time.sleep(seconds)
+    return began, time.time()

@@ -90,7 +90,7 @@ def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: in
         # Waited for: the connection to the inbox is made now, not in the middle of `function` (a hermetic call
         # that would see the connection's socket appear).
         with contextlib.suppress(Exception):
-            ray.get(inbox.put.remote(index, True, None))
+            _taken(inbox.put.remote(index, True, None))
 
         def sink(message: Any) -> None:
             inbox.put.remote(index, False, message)
@@ -103,7 +103,14 @@ def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: in
     finally:
         if inbox is not None:
             with contextlib.suppress(Exception):  # the run is gone: nobody waits for the messages
-                ray.get(inbox.flush.remote())
+                _taken(inbox.flush.remote())
+
+
+def _taken(ref: Any) -> None:
+    """Wait until the inbox has answered `ref`, holding the task's CPUs: `ray.get` or `ray.wait` in a task
+    lends them back to Ray, which then starts a queued task beside it (one cell too many on the node); the
+    reference's future is completed by Ray's own callback instead."""
+    ref.future().result()
 
 
 def _node_id(ray: Any) -> str | None:
