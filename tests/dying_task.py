@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import signal
 
 import gymnasium
@@ -40,6 +41,12 @@ if TASK not in gymnasium.registry:
 FLAKY = "RlrunTestFlaky-v0"
 FAILURES_FILE = "RLRUN_TEST_FAILURES"
 """The environment variable naming a file that holds how many more times the flaky task fails."""
+KILL_NODE = "RLRUN_TEST_KILL_NODE"
+"""Set in the environment of a Ray node's processes: there, the flaky task kills the node (its raylet and the
+worker) instead of raising, and only there does it take a failure from the count."""
+LOST_FOLDER = "RLRUN_TEST_LOST_FOLDER"
+"""The environment variable naming a folder that the flaky task deletes before it kills its pool worker: a node
+lost with its disk."""
 
 
 class FlakyEnv(DyingEnv):
@@ -49,11 +56,27 @@ class FlakyEnv(DyingEnv):
 
     def step(self, action):
         self.steps += 1
-        if self.steps == KILL_AT_STEP and _take_a_failure():
+        if self.steps == KILL_AT_STEP and os.environ.get(KILL_NODE) and _take_a_failure():
+            _kill_this_ray_node()
+        if self.steps == KILL_AT_STEP and not os.environ.get(KILL_NODE) and _take_a_failure():
             if multiprocessing.parent_process() is not None:
+                if os.environ.get(LOST_FOLDER):
+                    shutil.rmtree(os.environ[LOST_FOLDER])
                 os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError("the flaky task failed on purpose")
         return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
+def _kill_this_ray_node() -> None:
+    """SIGKILL the raylet this Ray worker runs under, then the worker: the node is gone, as a machine lost."""
+    import psutil
+
+    process = psutil.Process().parent()
+    while process is not None and "raylet" not in process.name():
+        process = process.parent()
+    if process is not None:
+        os.kill(process.pid, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _take_a_failure() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -502,21 +504,15 @@ def can_unshare() -> bool:
     return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("via", ["object store", "storage"])
-def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home(tmp_path, monkeypatch, via):
-    """A real two-node Ray cluster on this machine: the second node's processes live in their own mount namespace,
-    where the driver's out folder is another folder (`unshare -m` and a bind mount), as on a machine with its own
-    disk. The cells that run there write their run folders there and send them back (through Ray's object store, or
-    `--storage`, a folder both nodes see); after the bench, every run folder, checkpoint and metrics.csv named in
-    results.jsonl is on the driver's disk, a cell of the second node plays from its checkpoint here, and the report
-    counts every seed."""
-    ray = pytest.importorskip("ray")
+@contextlib.contextmanager
+def two_nodes(out: Path, node_disk: Path, monkeypatch, **away_env: str) -> Iterator[tuple[str, str]]:
+    """A Ray cluster of a head node (1 CPU) in this process's namespace and a second node (1 CPU, `away_env` in
+    its processes' environment) in its own, where `out` is `node_disk`; yields the address and the second node's
+    id, and stops both."""
     from ray.cluster_utils import Cluster
 
     if not can_unshare():
         pytest.skip("needs unshare -m and mount (root, or a user namespace)")
-    out, node_disk = tmp_path / "bench", tmp_path / "node-disk"
     out.mkdir()
     node_disk.mkdir()
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # every Ray worker imports this checkout's rlrun
@@ -527,21 +523,36 @@ def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ},
+        env={**os.environ, **away_env},
     )
     try:
         away_id = away.stdout.readline().strip()
         assert len(away_id) == 56, "the second node started"
-        seeds = (0, 1, 2, 3)
-        storage = str(tmp_path / "bucket") if via == "storage" else None
-        request = small_bench(out, seeds=seeds, iterations=6, executor="ray", address=cluster.address, report=True)
-        result = rlrun.bench(dataclasses.replace(request, storage=storage), check_leaks=False)
+        yield cluster.address, away_id
     finally:
         away.stdin.close()
         away.wait(timeout=60)
         away.stdout.close()
         cluster.shutdown()
         signal.signal(signal.SIGTERM, handler)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("via", ["object store", "storage"])
+def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home(tmp_path, monkeypatch, via):
+    """A real two-node Ray cluster on this machine: the second node's processes live in their own mount namespace,
+    where the driver's out folder is another folder (`unshare -m` and a bind mount), as on a machine with its own
+    disk. The cells that run there write their run folders there and send them back (through Ray's object store, or
+    `--storage`, a folder both nodes see); after the bench, every run folder, checkpoint and metrics.csv named in
+    results.jsonl is on the driver's disk, a cell of the second node plays from its checkpoint here, and the report
+    counts every seed."""
+    ray = pytest.importorskip("ray")
+    out, node_disk = tmp_path / "bench", tmp_path / "node-disk"
+    seeds = (0, 1, 2, 3)
+    storage = str(tmp_path / "bucket") if via == "storage" else None
+    with two_nodes(out, node_disk, monkeypatch) as (address, away_id):
+        request = small_bench(out, seeds=seeds, iterations=6, executor="ray", address=address, report=True)
+        result = rlrun.bench(dataclasses.replace(request, storage=storage), check_leaks=False)
     assert not ray.is_initialized()
     rows = lines(out)
     assert sorted(row["seed"] for row in rows) == list(seeds) and all(row["status"] == "completed" for row in rows)
@@ -570,6 +581,37 @@ def test_a_bench_on_two_nodes_without_a_shared_disk_brings_every_run_folder_home
 
     ((run,),) = (task.runs for task in summarize(read_results(out / "results.jsonl").cells, reps=50, curve_reps=50))
     assert run.seeds == seeds and run.curve_seeds == 4, "the report counts every seed, with its learning curve"
+
+
+@pytest.mark.slow
+def test_a_cell_whose_node_is_killed_goes_on_from_its_stored_checkpoint_on_the_other_node(tmp_path, monkeypatch):
+    """Two one-CPU nodes, two cells of the flaky task: the one on the second node kills that node (its raylet and
+    worker, SIGKILL) in its third iteration. Its checkpoints reached `--storage` as the training listed them; with
+    `--retries 1` the cell runs again on the head node from the newest of them and completes with every env step."""
+    pytest.importorskip("ray")
+    counter = tmp_path / "failures"
+    counter.write_text("1", encoding="utf-8")
+    out, node_disk, bucket = tmp_path / "bench", tmp_path / "node-disk", tmp_path / "bucket"
+    away_env = {"RLRUN_TEST_KILL_NODE": "1", "RLRUN_TEST_FAILURES": str(counter)}  # the head's cells never fail
+    with two_nodes(out, node_disk, monkeypatch, **away_env) as (address, away_id):
+        request = bench_request(
+            out, tasks=("dying_task:RlrunTestFlaky-v0",), runs=("rsl_rl",), iterations=4, seeds=(0, 1),
+            overrides=(*SMALL_RSL_RL, "agent.save_interval=1"), executor="ray", address=address, retries=1,
+            storage=str(bucket),
+        )  # fmt: skip
+        result = rlrun.bench(request, check_leaks=False)
+    assert counter.read_text(encoding="utf-8") == "0", "the second node was killed once"
+    rows = lines(out)
+    assert [row["status"] for row in rows] == ["completed", "completed"] and result.completed == 2, rows
+    (killed,) = [row for row in rows if row["attempts"] == 2]
+    assert "resumed from" in killed["note"] and "at iteration" in killed["note"], killed
+    assert "NodeDiedError" in killed["note"], "the first attempt died with the second node"
+    assert killed["node_id"] != away_id, "the retry ran on the node that was left"
+    assert {row["iterations"] for row in rows} == {4} and {row["env_steps"] for row in rows} == {4 * 2 * 8}
+    resumed_from = Path(killed["note"].split("resumed from ", 1)[1].split(" at iteration")[0])
+    assert resumed_from.parent == out / "runs" / "rsl_rl" / "bench"  # copied from the storage to the head's disk
+    assert files_under(resumed_from).keys() <= files_under(bucket / "rsl_rl" / "bench" / resumed_from.name).keys()
+    assert Path(killed["checkpoint"]).is_file()
 
 
 def test_a_crafted_run_folder_sent_back_fails_its_cell_and_leaves_nothing(tmp_path):

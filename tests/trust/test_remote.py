@@ -8,7 +8,7 @@ import pytest
 
 from rlrun.errors import InvalidArgument, MissingDependency
 from rlrun.trust.archive import UnsafeArchive
-from rlrun.trust.remote import check_storage, download_folder, read_file, upload_folder
+from rlrun.trust.remote import check_storage, download_folder, is_file, list_folders, read_file, upload_folder
 
 pytest.importorskip("fsspec")
 
@@ -42,6 +42,43 @@ def test_a_folder_goes_up_and_comes_back_byte_for_byte(tmp_path, spelling):
     assert read_file(url, (*PARTS, "model.zip"), 1000) is None  # over the bound
     home = download_folder(url, PARTS, tmp_path / "driver", *PARTS, what="the run folder")
     assert home == tmp_path.joinpath("driver", *PARTS) and files_under(home) == files_under(folder)
+
+
+def test_a_folder_sent_again_sends_only_what_changed_and_run_json_last(tmp_path, monkeypatch):
+    import fsspec.implementations.local
+
+    folder = run_folder(tmp_path)
+    bucket = tmp_path / "bucket"
+    sent: dict = {}
+    copied: list[str] = []
+    put = fsspec.implementations.local.LocalFileSystem.put_file
+
+    def recording(self, source, destination, *args, **kwargs):
+        copied.append(os.path.relpath(source, folder))
+        return put(self, source, destination, *args, **kwargs)
+
+    monkeypatch.setattr(fsspec.implementations.local.LocalFileSystem, "put_file", recording)
+    upload_folder(folder, str(bucket), PARTS, sent)
+    assert sorted(copied) == ["model.zip", "params/agent.yaml", "run.json"] and copied[-1] == "run.json"
+    copied.clear()
+    (folder / "model_2.zip").write_bytes(b"newer")
+    (folder / "run.json").write_text('{"status": "running", "checkpoints": [{"file": "model_2.zip"}]}')
+    upload_folder(folder, str(bucket), PARTS, sent)
+    assert copied == ["model_2.zip", "run.json"]  # the checkpoint before the run.json that lists it
+    assert files_under(bucket.joinpath(*PARTS)) == files_under(folder)
+
+
+def test_the_storage_lists_folders_and_files_but_never_links(tmp_path):
+    folder = run_folder(tmp_path)
+    bucket = tmp_path / "bucket"
+    upload_folder(folder, str(bucket), PARTS)
+    (bucket / "sb3" / "bench" / "linked").symlink_to(tmp_path / "logs", target_is_directory=True)
+    (bucket / "sb3" / "bench" / "a_file").write_text("x", encoding="utf-8")
+    assert list_folders(str(bucket), ("sb3", "bench")) == {PARTS[-1]}
+    assert list_folders(str(bucket), ("sb3", "nothing")) == set()
+    assert is_file(str(bucket), (*PARTS, "model.zip")) and not is_file(str(bucket), (*PARTS, "params"))
+    (bucket.joinpath(*PARTS) / "linked.zip").symlink_to(folder / "model.zip")
+    assert not is_file(str(bucket), (*PARTS, "linked.zip")) and not is_file(str(bucket), (*PARTS, "none.zip"))
 
 
 def test_a_link_planted_in_the_storage_is_refused_before_anything_is_written(tmp_path):

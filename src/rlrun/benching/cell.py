@@ -12,7 +12,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -22,14 +21,13 @@ from typing import Any
 from rlrun import api
 from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
+from rlrun.benching.stored import Uploads, fetch
 from rlrun.errors import TrainingStopped, UserError
 from rlrun.runs import read_manifest
-from rlrun.runs.transfer import claim, same_run, unpack_home
+from rlrun.runs.transfer import unpack_home
 from rlrun.signals import inner
 from rlrun.sweep import evaluation, one_line
 from rlrun.trust.archive import MAX_ARCHIVE_BYTES, pack_folder
-from rlrun.trust.limits import MAX_JSON_BYTES
-from rlrun.trust.remote import download_folder, read_file, upload_folder
 
 ROW_FIELDS = (
     "key",
@@ -138,11 +136,14 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     from rlrun.executors import where
 
     place = where()
-    row = _train(cell, listener)
+    uploads = None
+    if cell.storage is not None:
+        uploads = Uploads(cell.storage, Path(cell.request.log_root), _experiment(cell), cell.key)
+    row = _train(cell, listener, uploads)
     row.update(node_id=place.node_id, host=place.host)
-    if cell.storage is not None and row["run_dir"] is not None:
+    if uploads is not None and row["run_dir"] is not None:
         try:
-            row["stored"] = upload_folder(row["run_dir"], cell.storage, _relative(row["run_dir"], cell))
+            row["stored"] = uploads.finish(row["run_dir"])
         except Exception as error:  # a filesystem's own errors (botocore's, ...) are not all OSErrors
             row.update(status="failed", error=f"uploading the run folder to --storage: {one_line(error)}")
     elif place.away and row["run_dir"] is not None:
@@ -151,6 +152,11 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
         except (UserError, OSError) as error:
             row.update(status="failed", error=f"sending the run folder back: {one_line(error)}")
     return row
+
+
+def _experiment(cell: Cell) -> tuple[str, str]:
+    """The folder of the cell's run folders below its log root: `(<library>, <experiment>)`."""
+    return str(cell.request.library), str(cell.request.experiment)
 
 
 def _relative(run_dir: str, cell: Cell) -> tuple[str, ...]:
@@ -177,7 +183,7 @@ def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, An
             folder = unpack_home(data, log_root, relative, what, MAX_RUN_BYTES)
         else:
             assert cell.storage is not None
-            folder = _from_storage(cell.storage, relative, log_root, f"the run folder {row['stored']}")
+            folder = fetch(cell.storage, relative, log_root, f"the run folder {row['stored']}")
     except (UserError, OSError, ValueError) as error:
         return {**row, "status": "failed", "error": f"receiving the run folder: {one_line(error)}"}
     checkpoint = row.get("checkpoint")
@@ -187,34 +193,26 @@ def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, An
     return row
 
 
-def _from_storage(storage: str, relative: tuple[str, ...], log_root: Path, what: str) -> Path:
-    """The run folder at `relative` in `storage`, copied to the same place below `log_root` unless it is there."""
-    folder = log_root.joinpath(*relative)
-    if same_run(folder, read_file(storage, (*relative, "run.json"), MAX_JSON_BYTES)):
-        return folder
-    folder = claim(log_root, relative)
-    try:
-        download_folder(storage, relative, log_root, *folder.relative_to(log_root).parts, what=what)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)  # the folder claimed here a moment ago, links never followed
-        raise
-    return folder
-
-
 STOPPED = ("interrupted", "terminated")
 """The statuses of a cell that a signal stopped; the bench stops there, and its next run resumes the cell."""
 
 
-def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) -> dict[str, Any]:
+def _train(
+    cell: Cell, listener: Callable[[Cell, IterationRow], None] | None, uploads: Uploads | None
+) -> dict[str, Any]:
     reached: list[IterationRow] = []
     started = time.perf_counter()
     earlier = cell.resume
     request = cell.request
     if earlier is not None:
+        try:
+            checkpoint = _resume_from(cell, earlier)
+        except (UserError, OSError, ValueError) as error:
+            return cell.row(status="failed", error=f"resuming from --storage: {one_line(error)}", wall_s=0.0)
         request = dataclasses.replace(
             request,
             resume=True,
-            checkpoint=earlier["checkpoint"],
+            checkpoint=checkpoint,
             load_run=None,
             max_iterations=max(1, int(request.max_iterations or 1) - int(earlier["iterations"])),
         )
@@ -222,11 +220,15 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
     def on_iteration(row: IterationRow) -> bool:
         if listener is not None:
             listener(cell, row)
+        if uploads is not None:
+            uploads.seen()
         threshold = cell.threshold
         if not reached and threshold is not None and row.mean_return is not None and row.mean_return >= threshold:
             reached.append(row)
         return cell.seconds is not None and time.perf_counter() - started >= cell.seconds
 
+    if uploads is not None:
+        uploads.begin()
     try:
         with inner():  # a stopped cell is the bench's to report
             result = api.train(request, on_iteration=on_iteration)
@@ -259,6 +261,19 @@ def _train(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None) ->
         else:
             row["eval_return"] = _finite(played.mean_return)
     return row
+
+
+def _resume_from(cell: Cell, earlier: dict[str, Any]) -> str:
+    """The checkpoint a retry goes on from: the one its failed attempt left here, or, when that attempt's node is
+    out of reach (`stored` names the folder in `--storage`), the one it sent there, copied below the log root
+    (`rlrun.benching.stored.fetch`), then loaded as every checkpoint is."""
+    checkpoint = str(earlier["checkpoint"])
+    stored = earlier.get("stored")
+    if stored is None or cell.storage is None or Path(checkpoint).is_file():
+        return checkpoint
+    parts = tuple(str(part) for part in stored)
+    folder = fetch(cell.storage, parts, Path(cell.request.log_root), f"the stored run folder {'/'.join(parts)!r}")
+    return str(folder / Path(checkpoint).relative_to(str(earlier["run_dir"])))
 
 
 def _note(cell: Cell) -> str | None:

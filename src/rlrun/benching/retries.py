@@ -4,8 +4,12 @@ where the attempt started.
 A cell's run folders are named by its key (`<time>_<key>`, the cell's run name), so the folders a failed attempt
 made are those with that name that were not there before it ran (`run_folders`, taken before each round). Only
 what a folder's run.json lists is believed, and only a checkpoint file inside the bench's log root is taken; the
-retry then loads it as every checkpoint is loaded (`rlrun.train` with `resume`). A cell that failed on another Ray
-node left its folder there, out of the driver's reach: it runs again from where it started.
+retry then loads it as every checkpoint is loaded (`rlrun.train` with `resume`).
+
+A cell that failed on another node (or whose node is gone) left its folder out of the driver's reach. With
+`--storage`, its checkpoints were sent there as the training listed them (`rlrun.benching.stored`): the retry goes
+on from the newest one the storage holds, copied below the log root of whatever node runs it. Without, it runs
+again from where it started.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rlrun.benching.cell import Cell
+from rlrun.benching.stored import key_folders, last_stored_checkpoint, stored_folders
 from rlrun.runs import read_manifest
 from rlrun.trust import paths
 from rlrun.trust.limits import whole_number
@@ -26,24 +31,53 @@ def _experiment(cell: Cell, log_root: Path) -> Path:
     return log_root / str(cell.request.library) / str(cell.request.experiment)
 
 
+def _parts(cell: Cell) -> tuple[str, str]:
+    return str(cell.request.library), str(cell.request.experiment)
+
+
+Before = tuple[set[str], set[str]]
+"""The names of a cell's run folders under the log root, and in `--storage` (empty without it)."""
+
+
 def run_folders(cell: Cell, log_root: Path) -> set[str]:
     """The names of the run folders that trainings of `cell` made under `log_root` so far."""
     base = _experiment(cell, log_root)
-    if not base.is_dir():
-        return set()
-    return {path.name for path in base.glob(f"*_{cell.key}*") if path.name.split("_", 2)[-1].startswith(cell.key)}
+    return key_folders((path.name for path in base.iterdir()), cell.key) if base.is_dir() else set()
 
 
-def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: set[str]) -> Cell:
+def folders_before(cell: Cell, log_root: Path) -> Before:
+    """The names of `cell`'s run folders so far, here and in its `--storage` (taken before each round)."""
+    stored = set() if cell.storage is None else stored_folders(cell.storage, _parts(cell), cell.key)
+    return run_folders(cell, log_root), stored
+
+
+def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: Before) -> Cell:
     """`cell`'s next attempt after the failed one whose row is `row`: set to go on from the newest checkpoint that
-    the attempt saved in a run folder made since `before` (`run_folders`), or from where the attempt started (the
-    cell's own `resume`, if any) when it saved none. The attempt's wall time is added to the cell's."""
+    the attempt saved in a run folder made since `before` (`folders_before`), here, else in `--storage`, or from
+    where the attempt started (the cell's own `resume`, if any) when it saved none. The attempt's wall time is
+    added to the cell's."""
     earlier = cell.resume or {"env_steps": 0, "iterations": 0, "wall_s": 0.0}
     spent = row.get("wall_s")
     wall = float(earlier["wall_s"]) + (float(spent) if isinstance(spent, int | float) else 0.0)
     failures = (*cell.failures, str(row.get("error") or "failed"))
-    found = None if cell.seconds is not None else _last_checkpoint(cell, log_root, before)
-    if found is not None:
+    found = None if cell.seconds is not None else _last_checkpoint(cell, log_root, before[0])
+    stored = None
+    if found is None and cell.seconds is None and cell.storage is not None:
+        names = stored_folders(cell.storage, _parts(cell), cell.key) - before[1]
+        budget = int(cell.request.max_iterations or 0)
+        stored = last_stored_checkpoint(cell.storage, _parts(cell), names, budget)
+    if stored is not None:
+        parts, file, iteration, env_steps = stored
+        folder = log_root.joinpath(*parts)
+        resume = {
+            "checkpoint": str(folder.joinpath(*file.split("/"))),
+            "iterations": iteration,
+            "env_steps": int(earlier["env_steps"]) + env_steps,
+            "wall_s": wall,
+            "run_dir": str(folder),
+            "stored": list(parts),
+        }
+    elif found is not None:
         folder, checkpoint, iteration, env_steps = found
         resume = {
             "checkpoint": str(checkpoint),

@@ -29,7 +29,7 @@ from rlrun.api.metrics import IterationRow
 from rlrun.benching.cell import Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
-from rlrun.benching.retries import retry, run_folders
+from rlrun.benching.retries import folders_before, retry
 from rlrun.benching.reuse import resuming, reusable
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
@@ -181,7 +181,7 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
         with executor:
             while current:
                 again: list[Cell] = []
-                folders = {cell.key: run_folders(cell, plan.log_root) for cell in current} if plan.retries else {}
+                folders = {cell.key: folders_before(cell, plan.log_root) for cell in current} if plan.retries else {}
                 started.clear()
                 for finished in executor.run(function, current, on_start, on_progress):
                     cell = current[finished.index]

@@ -13,8 +13,7 @@ session already open in this process (someone else's `ray.init`) is used as it i
   `on_start(index)` is called when a task starts on its node, not when it is queued, and `report(message)`
   inside `function` reaches `on_progress` (through a small actor the run's tasks report into, drained between
   waits; each task's messages arrive before its `Finished`).
-- An item that needs more CPUs or GPUs than a local instance has fails at once; on a cluster it waits (the
-  cluster may grow).
+- An item that needs more CPUs or GPUs than a local instance has fails at once; on a cluster it waits.
 - Leaving the context, dropping a run half-way or Ctrl-C cancels the tasks still queued or running
   (`ray.cancel(force=True)`).
 - `where()` inside `function` gives the task's node id and host, and whether that node is the driver's: a
@@ -88,9 +87,10 @@ def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: in
     sink = None
     if inbox is not None:
         # Waited for: the connection to the inbox is made now, not in the middle of `function` (a hermetic call
-        # that would see the connection's socket appear).
+        # that would see the connection's socket appear); through the reference's future, as `ray.get` or
+        # `ray.wait` in a task would lend its CPUs back to Ray, which would start a queued task beside it.
         with contextlib.suppress(Exception):
-            _taken(inbox.put.remote(index, True, None))
+            inbox.put.remote(index, True, None).future().result()
 
         def sink(message: Any) -> None:
             inbox.put.remote(index, False, message)
@@ -103,14 +103,7 @@ def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: in
     finally:
         if inbox is not None:
             with contextlib.suppress(Exception):  # the run is gone: nobody waits for the messages
-                _taken(inbox.flush.remote())
-
-
-def _taken(ref: Any) -> None:
-    """Wait until the inbox has answered `ref`, holding the task's CPUs: `ray.get` or `ray.wait` in a task
-    lends them back to Ray, which then starts a queued task beside it (one cell too many on the node); the
-    reference's future is completed by Ray's own callback instead."""
-    ref.future().result()
+                inbox.flush.remote().future().result()
 
 
 def _node_id(ray: Any) -> str | None:

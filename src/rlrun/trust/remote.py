@@ -19,6 +19,7 @@ naming the package its protocol needs), raised by `check_storage` in planning, b
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,15 @@ from rlrun.errors import InvalidArgument, MissingDependency
 from rlrun.trust.archive import MAX_MEMBERS, UnsafeArchive, copy_file, name_parts, shown_size
 from rlrun.trust.paths import real_folders
 
-__all__ = ["MAX_STORED_BYTES", "check_storage", "download_folder", "read_file", "upload_folder"]
+__all__ = [
+    "MAX_STORED_BYTES",
+    "check_storage",
+    "download_folder",
+    "is_file",
+    "list_folders",
+    "read_file",
+    "upload_folder",
+]
 
 MAX_STORED_BYTES = 16 << 30
 """The most file bytes the driver reads back as one run folder from the storage (16 GiB)."""
@@ -59,23 +68,67 @@ def _open(url: str) -> tuple[Any, str]:
     return fs, str(root).rstrip("/") or "/"
 
 
-def upload_folder(folder: str | os.PathLike[str], url: str, parts: tuple[str, ...]) -> str:
+def upload_folder(
+    folder: str | os.PathLike[str], url: str, parts: tuple[str, ...], sent: dict[str, tuple[int, int]] | None = None
+) -> str:
     """Copy the files of `folder` (rlrun's own run folder: files and folders, no link followed) to `url/parts...`;
-    returns the URL of the copy."""
+    returns the URL of the copy. With `sent` (relative name -> size and modification time of what was copied
+    before, updated here), a file copied before and unchanged since is not copied again. `run.json` goes last, so
+    that the copy never lists a checkpoint it does not hold yet."""
     fs, root = _open(url)
     target = "/".join((root.rstrip("/"), *parts))
     base = Path(folder)
-    for current, folders, files in os.walk(base, followlinks=False):
-        for name in sorted(files):
+    files: list[tuple[str, Path, tuple[int, int]]] = []
+    for current, folders, names in os.walk(base, followlinks=False):
+        for name in sorted(names):
             path = Path(current) / name
-            if path.is_symlink() or not path.is_file():
+            try:
+                status = path.lstat()
+            except FileNotFoundError:  # a temporary file of a writer, gone since the listing
+                continue
+            if not stat.S_ISREG(status.st_mode):
                 continue  # rlrun makes no link in a run folder; one planted there is not sent
-            relative = path.relative_to(base).as_posix()
-            destination = f"{target}/{relative}"
-            fs.makedirs(destination.rsplit("/", 1)[0], exist_ok=True)
-            fs.put_file(str(path), destination)
+            files.append((path.relative_to(base).as_posix(), path, (status.st_size, status.st_mtime_ns)))
         folders.sort()
+    files.sort(key=lambda file: file[0] == "run.json")
+    made: set[str] = set()
+    for relative, path, version in files:
+        if sent is not None and sent.get(relative) == version:
+            continue
+        destination = f"{target}/{relative}"
+        parent = destination.rsplit("/", 1)[0]
+        if parent not in made:
+            fs.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        fs.put_file(str(path), destination)
+        if sent is not None:
+            sent[relative] = version
     return str(fs.unstrip_protocol(target))
+
+
+def list_folders(url: str, parts: tuple[str, ...]) -> set[str]:
+    """The names of the folders directly inside `url/parts...` (none when it is missing or not a folder)."""
+    fs, root = _open(url)
+    path = "/".join((root.rstrip("/"), *parts))
+    try:
+        listing = fs.ls(path, detail=True)
+    except (OSError, ValueError):
+        return set()
+    return {
+        str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+        for info in listing
+        if isinstance(info, dict) and info.get("type") == "directory" and not info.get("islink")
+    }
+
+
+def is_file(url: str, parts: tuple[str, ...]) -> bool:
+    """Whether `url/parts...` is a regular file (not a link)."""
+    fs, root = _open(url)
+    try:
+        info = fs.info("/".join((root.rstrip("/"), *parts)))
+    except (OSError, ValueError):
+        return False
+    return info.get("type") == "file" and not info.get("islink")
 
 
 def read_file(url: str, parts: tuple[str, ...], limit: int) -> bytes | None:
