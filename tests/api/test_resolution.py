@@ -22,6 +22,14 @@ EARLY = {
         ["train", "--task", "rlrun/Pendulum-v1", "--library", "rl_games", "agent.params.config.horizon_lenght=8"],
         "horizon_length",
     ),
+    "override key of RL Zoo's entry": (  # SB3 on a Gymnasium id starts from RL Zoo's tuned entry (rl_zoo3)
+        ["train", "--task", "CartPole-v1", "--library", "sb3", "agent.n_stepz=8"],
+        "Did you mean 'agent.n_steps'?",
+    ),
+    "off-policy override key of RL Zoo's entry": (
+        ["train", "--task", "Pendulum-v1", "--library", "sb3", "--algorithm", "sac", "agent.learning_startz=1"],
+        "Did you mean 'agent.learning_starts'?",
+    ),
     "missing checkpoint": (
         ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
         "no.pt",

@@ -163,7 +163,9 @@ full budget is too slow for the suite."""
 
 
 def test_a_refused_entry_is_one_warning_line_and_the_run_goes_on(tmp_path):
+    """One line, though the entry is read twice: for the early check of the override, then by planning."""
     argv = ["train", "--task", PENDULUM, "--library", "sb3", "--algorithm", "a2c", "--max_iterations", "1"]
+    argv.append("agent.gamma=0.9")
     with pytest.warns(UserWarning, match=r"normalises observations \(normalize: True\)") as caught:
         assert rlrun.main([*argv, "--log_root", str(tmp_path)]) == 0
     (warning,) = [item for item in caught if "RL Zoo" in str(item.message)]
