@@ -2,7 +2,8 @@
 
 Each figure is a fresh interpreter's CPU time (user + system, its children included), `--repeats` times, the
 median printed with the spread:
-- a mistyped library, task, algorithm, framework, agent override key and a missing checkpoint, as console
+- a mistyped library, task, algorithm, framework, agent override key (of rlrun's configuration, and of RL Zoo's
+  entry for SB3 on a Gymnasium id) and a missing checkpoint, as console
   commands (`rlrun train ...`, exit 2): goal <= 0.5 s each, since these are answered from data before torch
   or any RL library is imported;
 - per library and framework, `rlrun train` up to its first env step (a task that records the CPU time at its
@@ -39,6 +40,14 @@ ERRORS = {
     "a mistyped algorithm": ["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--algorithm", "ppx"],
     "a mistyped framework": ["train", "--task", "rlrun/CartPole-v1", "--library", "skrl", "--ml_framework", "jx"],
     "a mistyped override key": ["train", "--task", "rlrun/CartPole-v1", "--library", "rsl_rl", "agent.gama=0.9"],
+    "a mistyped override key of RL Zoo's entry": [
+        "train",
+        "--task",
+        "CartPole-v1",
+        "--library",
+        "sb3",
+        "agent.gama=0.9",
+    ],
     "a missing checkpoint": ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
 }
 FIRST_STEP = """

@@ -33,7 +33,7 @@ def export(request: ExportRequest, *, check_leaks: bool | None = None) -> Export
 
 def export_in_call(call: Call, request: ExportRequest, progress: Callable[[str], None] | None = None) -> ExportResult:
     """`export` within an already open hermetic call; `progress(text)` hears each step as it starts."""
-    say = progress or _quiet
+    say = progress or (lambda text: None)
     plan = plan_export(call, request)
     run_dir = plan.checkpoint_run.path if plan.checkpoint_run else plan.checkpoint.parent
     paths.output_folder(run_dir, "exported", plan.log_root, make=False)  # refused before anything runs
@@ -69,10 +69,6 @@ def export_in_call(call: Call, request: ExportRequest, progress: Callable[[str],
             files=tuple(files),
             max_abs_error=errors,
         )
-
-
-def _quiet(text: str) -> None:
-    return None
 
 
 def _validation_observations(env: TorchVectorEnv, module: Any, steps: int, seed: int) -> Any:

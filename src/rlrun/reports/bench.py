@@ -76,7 +76,7 @@ def write_report(
     from rlrun.reports import aggregate, markdown, plots
     from rlrun.reports import profile as profiles
 
-    say = progress or _quiet
+    say = progress or (lambda text: None)
     normalisation = profiles.check_normalisation(normalisation)
     out_dir = Path(out_dir)
     results = read_results(results_path(out_dir))
@@ -97,10 +97,6 @@ def write_report(
     report = out_dir / REPORT_FILE
     paths.replace_file(report, text)  # never through a link that has its name
     return report
-
-
-def _quiet(text: str) -> None:
-    return None
 
 
 def _many(count: int, thing: str) -> str:
