@@ -21,7 +21,7 @@ from pathlib import Path
 from rlrun.runs.transfer import claim, same_run
 from rlrun.trust.archive import UnsafeArchive, name_parts
 from rlrun.trust.limits import MAX_JSON_BYTES, UnreadableFile, parse_json, whole_number
-from rlrun.trust.remote import download_folder, is_file, list_folders, read_file, upload_folder
+from rlrun.trust.remote import check_storage, download_folder, is_file, list_folders, read_file, upload_folder
 
 
 def key_folders(names: Iterable[str], key: str) -> set[str]:
@@ -40,6 +40,7 @@ class Uploads:
     ended (returning the copy's URL)."""
 
     def __init__(self, storage: str, log_root: Path, experiment: tuple[str, ...], key: str) -> None:
+        check_storage(storage)  # the filesystem made now, before the training's call (an async one starts a thread)
         self.storage = storage
         self.log_root = log_root
         self.experiment = experiment
