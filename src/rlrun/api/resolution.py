@@ -162,20 +162,15 @@ def early(
         scoped = configs.split_overrides(request.overrides)
         agent_config = getattr(request, "agent_config", None)
         if run is None and scoped["agent"]:
-            with warnings.catch_warnings():  # a refused RL Zoo entry: planning says so, once
-                warnings.simplefilter("ignore")
+            # RL Zoo's entry (SB3 on a Gymnasium id) mapped for its keys only, with any step count (the sb3 adapter's
+            # imports SB3); planning maps and checks it in full, and says once if it refuses it.
+            with warnings.catch_warnings(action="ignore"):
                 agent, _ = configs.starting_config(
-                    library.name, algorithm, target.task, path=agent_config, steps_per_iteration=_any_steps
+                    library.name, algorithm, target.task, path=agent_config, steps_per_iteration=lambda c, n: 1
                 )
             configs.apply_overrides(agent, scoped["agent"], scope="agent")
 
     return check
-
-
-def _any_steps(config: dict[str, Any], num_envs: int) -> int:
-    """A stand-in for the sb3 adapter's `env_steps_per_iteration`, which imports SB3 to check the keys: RL Zoo's
-    entry (SB3 on a Gymnasium id) is mapped here for its keys only; planning maps and checks it in full."""
-    return 1
 
 
 def _other_framework(target: Target, request: LibraryRequest, selector: str, framework: str) -> None:
