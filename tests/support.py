@@ -23,12 +23,13 @@ import logging
 import multiprocessing
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -593,3 +594,69 @@ def drop_a_ctrl_c() -> None:
     dropped = type("Dropped", (), {})()
     weakref.finalize(dropped, os.kill, os.getpid(), signal.SIGINT)
     del dropped  # the finalizer runs here
+
+
+# --- a two-node Ray cluster on this machine, the second node with its own disk -------------------------------
+
+AWAY_NODE = """
+import subprocess, sys
+from ray._private.node import Node
+from ray._private.parameter import RayParams
+from ray._private.services import wait_for_node
+
+gcs_address, node_disk, shadowed = sys.argv[1:]
+# This process runs in its own mount namespace (unshare -m): here, and in the raylet and Ray workers it starts, the
+# driver's out folder is the node's own disk; the driver never sees what is written there.
+subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+subprocess.run(["mount", "--bind", node_disk, shadowed], check=True)
+params = RayParams(
+    gcs_address=gcs_address, num_cpus=1, num_gpus=0, object_store_memory=100 * 1024 * 1024, min_worker_port=0,
+    max_worker_port=0, include_log_monitor=False, node_manager_port=0, resources={"away": 1},
+)
+params.dashboard_agent_listen_port = None
+node = Node(params, head=False, shutdown_at_exit=True, spawn_reaper=True)
+wait_for_node(gcs_address, node.plasma_store_socket_name, 60)  # registered with the cluster
+print(node.node_id, flush=True)
+sys.stdin.read()  # until the test closes this process's stdin
+node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+"""
+
+
+def can_unshare() -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def two_nodes(out: Path, node_disk: Path, monkeypatch: Any, **away_env: str) -> Iterator[tuple[str, str]]:
+    """A Ray cluster of a head node (1 CPU) in this process's namespace and a second node (1 CPU, `away_env` in
+    its processes' environment) in its own, where `out` is `node_disk`; yields the address and the second node's
+    id, and stops both."""
+    import pytest
+    from ray.cluster_utils import Cluster
+
+    if not can_unshare():
+        pytest.skip("needs unshare -m and mount (root, or a user namespace)")
+    out.mkdir()
+    node_disk.mkdir()
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(sys.path))  # every Ray worker imports this checkout's rlrun
+    handler = signal.getsignal(signal.SIGTERM)  # the head node's own, which its shutdown leaves in this process
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": 100 * 1024 * 1024})
+    away = subprocess.Popen(
+        ["unshare", "-m", sys.executable, "-c", AWAY_NODE, cluster.gcs_address, str(node_disk), str(out)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **away_env},
+    )
+    try:
+        away_id = away.stdout.readline().strip()
+        assert len(away_id) == 56, "the second node started"
+        yield cluster.address, away_id
+    finally:
+        away.stdin.close()
+        away.wait(timeout=60)
+        away.stdout.close()
+        cluster.shutdown()
+        signal.signal(signal.SIGTERM, handler)

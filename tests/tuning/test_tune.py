@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("optuna")
@@ -13,7 +16,7 @@ from rlrun.errors import InvalidArgument, UnknownConfigKey
 from rlrun.hermetic import census
 from rlrun.tuning import TuneRequest, load_spec
 from rlrun.tuning.space import parse_enqueued, parse_space
-from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c
+from support import MEDDLING_TASK, SMALL_RSL_RL, drop_a_ctrl_c, two_nodes
 
 SB3_SMALL = ("agent.n_steps=8", "agent.batch_size=16", "agent.policy_kwargs.net_arch=[16,16]")
 
@@ -211,25 +214,51 @@ def test_a_ctrl_c_that_python_drops_in_a_finalizer_still_interrupts_the_running_
     assert trial.state == optuna.trial.TrialState.FAIL and "interrupted" in trial.user_attrs["interrupted"]
 
 
-def test_a_sqlite_study_on_a_ray_cluster_of_several_nodes_is_refused_before_any_trial(tmp_path, monkeypatch):
-    """The study's SQLite file is on this machine's disk: slots on another node could not open it. With more than
-    one node alive, the study stops in one line, naming the storage and the fix, before a trial is asked."""
+@pytest.mark.slow
+def test_a_sqlite_study_on_two_nodes_is_served_to_both_through_optunas_grpc_proxy(tmp_path, monkeypatch, capfd):
+    """A real two-node Ray cluster whose second node has its own disk where the tune's out folder is (see
+    `support.two_nodes`): the default study.db cannot be opened there, so the driver serves it through Optuna's gRPC
+    proxy. Trials run on both nodes, none is lost, the count is exactly n_trials, and the proxy is gone after."""
     pytest.importorskip("ray")
-    from rlrun.executors import RayExecutor
+    out, node_disk = tmp_path / "tune", tmp_path / "node-disk"
+    with two_nodes(out, node_disk, monkeypatch) as (address, away_id):
+        request = tiny_study(out, executor="ray", address=address, workers=2, n_trials=4, report=False)
+        result = rlrun.tune(request, check_leaks=False, echo=True)  # Ray keeps threads after `ray.shutdown()`
+    assert "through Optuna's gRPC proxy at grpc://" in capfd.readouterr().err
+    assert (result.n_trials, result.completed, result.failed, result.lost_slots) == (4, 4, 0, 0)
+    trials = trials_of(result)
+    assert [trial.state for trial in trials].count(optuna.trial.TrialState.COMPLETE) == 4
+    surplus = [trial for trial in trials if trial.state != optuna.trial.TrialState.COMPLETE]
+    assert all("taken by trials asked before it" in trial.user_attrs["interrupted"] for trial in surplus)
+    nodes = {trial.user_attrs["rlrun_node"] for trial in trials if trial.state == optuna.trial.TrialState.COMPLETE}
+    assert away_id in nodes and len(nodes) == 2, "trials ran on both nodes"
+    for trial in trials:
+        if trial.state == optuna.trial.TrialState.COMPLETE:
+            assert all(Path(run_dir).is_dir() for run_dir in trial.user_attrs["run_dirs"])  # home on this disk
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert "rlrun.tuning.proxy" not in processes, "the proxy ended with the tune"
 
-    monkeypatch.setattr(RayExecutor, "nodes", lambda self: 3)
-    out = tmp_path / "tune"
-    with pytest.raises(InvalidArgument) as refused:
-        rlrun.tune(tiny_study(out, executor="ray", address="ray://cluster:10001", report=False), check_leaks=False)
-    message = str(refused.value)
-    assert "is an SQLite file on this machine" in message and "other 2 node(s)" in message
-    assert "--storage postgresql://" in message and "\n" not in message
-    storage = optuna.storages.RDBStorage(f"sqlite:///{out / 'study.db'}")
-    try:
-        assert optuna.load_study(study_name="tune", storage=storage).get_trials() == []
-    finally:
-        storage.remove_session()
-        storage.engine.dispose()
+
+def test_a_trial_asked_when_n_trials_are_taken_is_surplus_and_a_silent_one_is_reaped():
+    """Without the file lock (the gRPC proxy, another database), `surplus` tells the later of two trials asked at
+    once at the end; in a storage without Optuna's heartbeats, `reap` fails a RUNNING trial whose `rlrun_beat` is
+    older than the grace period."""
+    import time
+
+    from rlrun.tuning import storage as studies
+
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(storage=storage)
+    first, second = study.ask(), study.ask()
+    assert not studies.surplus(study, first, 2) and not studies.surplus(study, second, 2)
+    assert not studies.surplus(study, first, 1) and studies.surplus(study, second, 1)
+    studies.beat(storage, first._trial_id)
+    storage.set_trial_user_attr(second._trial_id, studies.BEAT, time.time() - 600)
+    assert studies.reap(study, storage, locked=False, grace_s=300) == 1
+    states = {trial.number: trial.state for trial in study.get_trials()}
+    assert states == {0: optuna.trial.TrialState.RUNNING, 1: optuna.trial.TrialState.FAIL}
+    assert "heartbeat stopped" in study.get_trials()[1].user_attrs["interrupted"]
+    assert studies.reap(study, storage, locked=False, grace_s=0) == 0  # no grace: beats are not read
 
 
 def test_a_module_task_keeps_its_module_in_every_trials_request(tmp_path):

@@ -111,9 +111,10 @@ def _execute(plan: TunePlan, study: Any, storage: Any, needs: tuple[float, float
         resources=Resources(num_cpus=needs[0], num_gpus=needs[1]),
     )
     rows: list[dict[str, Any]] = []
+    served = None
     try:
         with executor:
-            _check_shared(plan, executor)
+            slots, served = _served(plan, executor, slots)
             for finished in executor.run(tuning.run_worker, slots):
                 if finished.error is not None:
                     rows.append({"number": None, "state": "WORKER", "error": finished.error})
@@ -122,8 +123,12 @@ def _execute(plan: TunePlan, study: Any, storage: Any, needs: tuple[float, float
                 else:
                     rows.extend(_home(plan, row) for row in finished.value)
     finally:
+        if served is not None:
+            from rlrun.tuning import proxy
+
+            proxy.stop(served)
         with studies.storage_lock(plan.worker.lock):
-            studies.reap(study, storage, locked=plan.worker.lock is not None)
+            studies.reap(study, storage, locked=plan.worker.lock is not None, grace_s=plan.worker.grace_s)
     return rows
 
 
@@ -153,20 +158,27 @@ def _home(plan: TunePlan, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _check_shared(plan: TunePlan, executor: Any) -> None:
-    """Refuse, before any trial starts, a SQLite study file on a Ray cluster of several nodes: the file (and its
-    lock) is on this machine's disk, which the slots on other nodes cannot open."""
+def _served(plan: TunePlan, executor: Any, slots: list[Any]) -> tuple[list[Any], Any]:
+    """The slots as they run, and the proxy that serves them the study (None: they open its storage themselves).
+    A SQLite study file on a Ray cluster of several nodes is on this machine's disk, which the slots on the other
+    nodes cannot open: it is served to every slot through Optuna's gRPC storage proxy (`rlrun.tuning.proxy`)."""
     from rlrun.executors import RayExecutor
 
     if plan.worker.lock is None or not isinstance(executor, RayExecutor):
-        return
+        return slots, None
     nodes = executor.nodes()
-    if nodes > 1:
-        raise InvalidArgument(
-            f"--storage {plan.storage!r} is an SQLite file on this machine, which the slots on the other "
-            f"{nodes - 1} node(s) of the Ray cluster cannot open; give --storage postgresql://user@host/db (a "
-            "database every node reaches), or run the study on one node."
+    if nodes <= 1:
+        return slots, None
+    from rlrun.tuning import proxy
+
+    served = proxy.serve(plan.storage)
+    if plan.worker.echo:
+        print(
+            f"tune: the slots on {nodes} nodes reach {plan.storage} through Optuna's gRPC proxy at {served.url}",
+            file=sys.stderr,
+            flush=True,
         )
+    return [dataclasses.replace(slot, storage=served.url, lock=None) for slot in slots], served
 
 
 def _finish(call: Call, plan: TunePlan, study: Any, rows: list[dict[str, Any]]) -> TuneResult:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import optuna
+from optuna.storages._heartbeat import BaseHeartbeat
 from optuna.trial import TrialState
 
 from rlrun.errors import InvalidArgument
@@ -43,20 +45,54 @@ shared file, and such a value was written into it by hand."""
 COUNTED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
 
 
-def open_storage(url: str, heartbeat_s: int, grace_s: int) -> optuna.storages.RDBStorage:
-    """The study's RDB storage with heartbeats (SQLite waits up to a minute for a lock another process holds)."""
+GRPC = "grpc://"
+"""The scheme of a study served by Optuna's gRPC storage proxy (`grpc://host:port`, `rlrun.tuning.proxy`): what
+the worker slots on other Ray nodes open when the study is a SQLite file on the driver's disk."""
+BEAT = "rlrun_beat"
+"""The user attribute that holds a trial's last heartbeat (seconds since the epoch) in a storage without Optuna's
+heartbeats (the gRPC proxy): `reap` fails a RUNNING trial whose beat is older than the grace period."""
+
+
+def open_storage(url: str, heartbeat_s: int, grace_s: int) -> optuna.storages.BaseStorage:
+    """The study's storage: an RDB storage with heartbeats (SQLite waits up to a minute for a lock another process
+    holds), or, for `grpc://host:port`, Optuna's gRPC storage proxy (waited for up to a minute)."""
+    if url.startswith(GRPC):
+        host, _, port = url[len(GRPC) :].rpartition(":")
+        proxy = optuna.storages.GrpcStorageProxy(host=host, port=int(port))
+        proxy.wait_server_ready(timeout=60)
+        return proxy
     engine_kwargs: dict[str, Any] = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     return optuna.storages.RDBStorage(
         url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s, grace_period=grace_s
     )
 
 
-def close_storage(storage: optuna.storages.RDBStorage) -> None:
-    """Close the session and the engine's pooled connections (their file descriptors)."""
+def close_storage(storage: optuna.storages.BaseStorage) -> None:
+    """Close the session and the engine's pooled connections (their file descriptors), or the proxy's channel."""
+    if not isinstance(storage, optuna.storages.RDBStorage):
+        cast(Any, storage).close()
+        return
     try:
         storage.remove_session()
     finally:
         storage.engine.dispose()
+
+
+def beat(storage: optuna.storages.BaseStorage, trial_id: int) -> None:
+    """Record that the trial's process is alive: Optuna's heartbeat, or `BEAT` where the storage has none."""
+    if isinstance(storage, BaseHeartbeat):
+        storage.record_heartbeat(trial_id)
+    else:
+        storage.set_trial_user_attr(trial_id, BEAT, time.time())
+
+
+def surplus(study: optuna.Study, trial: optuna.trial.Trial, n_trials: int) -> bool:
+    """Whether `trial`, just asked without the storage lock (another database, or the gRPC proxy), is one too many:
+    trials asked before it already take every one of `n_trials` (two slots asked at once at the end)."""
+    trials = study.get_trials(deepcopy=False)
+    again = retried(trials)
+    before = [item for item in trials if item.number < trial.number]
+    return sum(item.state in COUNTED or failed_for_good(item, again) for item in before) >= n_trials
 
 
 @contextlib.contextmanager
@@ -179,11 +215,14 @@ class Owner:
         return cls(socket.gethostname(), os.getpid())
 
 
-def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool, retries: int = 0) -> int:
+def reap(
+    study: optuna.Study, storage: optuna.storages.BaseStorage, locked: bool, retries: int = 0, grace_s: float = 0.0
+) -> int:
     """Fail (as interrupted) the RUNNING trials whose process is gone: on this host by pid, elsewhere by a
-    stale heartbeat. With `locked` (the caller holds the storage lock, under which every ask marks its trial
-    with its process), a RUNNING trial with no mark was asked by a process that died before marking it.
-    With `retries`, each trial failed here is run again (`retry`). Returns how many this call failed."""
+    stale heartbeat (Optuna's, or `BEAT` older than `grace_s` where the storage has none). With `locked` (the
+    caller holds the storage lock, under which every ask marks its trial with its process), a RUNNING trial with no
+    mark was asked by a process that died before marking it. With `retries`, each trial failed here is run again
+    (`retry`). Returns how many this call failed."""
     running = {trial._trial_id for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
     optuna.storages.fail_stale_trials(study)
     reaped = [  # failed by Optuna for a stale heartbeat just now: no attribute of rlrun's says why
@@ -193,13 +232,16 @@ def reap(study: optuna.Study, storage: optuna.storages.RDBStorage, locked: bool,
     ]
     host = socket.gethostname()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        pid = trial.user_attrs.get("rlrun_pid")
+        pid, last = trial.user_attrs.get("rlrun_pid"), trial.user_attrs.get(BEAT)
         unmarked = locked and "rlrun_pid" not in trial.user_attrs
         gone = trial.user_attrs.get("rlrun_host") == host and isinstance(pid, int) and not _alive(pid)
-        if not (unmarked or gone):
+        silent = time.time() - float(last) if isinstance(last, int | float) and not isinstance(last, bool) else 0.0
+        stale = grace_s > 0 and silent > grace_s
+        if not (unmarked or gone or stale):
             continue
         with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
             reason = "interrupted before it started" if unmarked else f"its process (pid {pid}) ended"
+            reason = f"its heartbeat stopped {silent:.0f} s ago" if stale and not (unmarked or gone) else reason
             storage.set_trial_user_attr(trial._trial_id, "interrupted", reason)
             storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
             reaped.append(trial)
@@ -305,7 +347,10 @@ def _warm_up() -> None:
 _warm_up()
 
 __all__ = [
+    "BEAT",
+    "GRPC",
     "Owner",
+    "beat",
     "best_trial",
     "close_storage",
     "count",
@@ -320,4 +365,5 @@ __all__ = [
     "retry_failed",
     "storage_lock",
     "storage_url",
+    "surplus",
 ]

@@ -10,10 +10,12 @@ Which trials count towards `n_trials`, and how a dead process's trial is failed:
 
 No trial runs twice: each is created by one `study.ask` (a storage transaction) and run by the slot that asked
 it. On SQLite, the count and the ask happen under a file lock beside the database, so that slots and other
-`rlrun tune` processes sharing the study never overshoot `n_trials`; on another database two processes may
-overshoot by a trial at the very end. A trial left RUNNING by a process that died is failed (as interrupted)
-by the next slot that looks: at once when its process ran on this host (its pid is gone), else once its
-heartbeat (recorded at iteration boundaries) is older than the grace period (Optuna's `fail_stale_trials`).
+`rlrun tune` processes sharing the study never overshoot `n_trials`; without the lock (another database, or the
+gRPC proxy that serves a SQLite study to other nodes), a slot whose new trial finds `n_trials` taken by trials
+asked before it fails it at once as interrupted (not counted). A trial left RUNNING by a process that died is
+failed (as interrupted) by the next slot that looks: at once when its process ran on this host (its pid is
+gone), else once its heartbeat (recorded at iteration boundaries; Optuna's, or rlrun's `rlrun_beat` through
+the proxy) is older than the grace period.
 
 Importing this module imports `rlrun.tuning.storage`, which imports Optuna and warms its storage up once.
 """
@@ -43,6 +45,7 @@ from rlrun.sweep import evaluation, one_line
 from rlrun.tuning.space import Param
 from rlrun.tuning.storage import (
     Owner,
+    beat,
     close_storage,
     count,
     make_pruner,
@@ -52,6 +55,7 @@ from rlrun.tuning.storage import (
     reap,
     retry_failed,
     storage_lock,
+    surplus,
 )
 
 FINAL_ROWS = 5
@@ -105,7 +109,7 @@ def total_steps(worker: TuneWorker) -> int:
     return per_seed * len(worker.seeds)
 
 
-def load(worker: TuneWorker, storage: optuna.storages.RDBStorage) -> optuna.Study:
+def load(worker: TuneWorker, storage: optuna.storages.BaseStorage) -> optuna.Study:
     return optuna.load_study(
         study_name=worker.study,
         storage=storage,
@@ -138,7 +142,7 @@ def _work(worker: TuneWorker) -> list[dict[str, Any]]:
         while True:
             LATCH.check()
             with storage_lock(worker.lock):
-                reap(study, storage, locked=worker.lock is not None, retries=worker.retries)
+                reap(study, storage, locked=worker.lock is not None, retries=worker.retries, grace_s=worker.grace_s)
                 trials = study.get_trials(deepcopy=False)
                 trial = None
                 waiting = any(item.state == TrialState.WAITING for item in trials)
@@ -146,6 +150,9 @@ def _work(worker: TuneWorker) -> list[dict[str, Any]]:
                     seed = (worker.seed * 1_000_003 + len(trials)) % 2**32
                     study.sampler = make_sampler(worker.sampler, seed, worker.startup_trials)
                     trial = _ask(study, storage, distributions)
+                    if not waiting and worker.lock is None and surplus(study, trial, worker.n_trials):
+                        _fail(study, trial, interrupted="n_trials were taken by trials asked before it")
+                        trial = None
                 elif not any(item.state == TrialState.RUNNING for item in trials):
                     break
             if trial is None:
@@ -160,12 +167,14 @@ def _work(worker: TuneWorker) -> list[dict[str, Any]]:
     return rows
 
 
-def _ask(study: optuna.Study, storage: optuna.storages.RDBStorage, distributions: dict[str, Any]) -> optuna.trial.Trial:
+def _ask(
+    study: optuna.Study, storage: optuna.storages.BaseStorage, distributions: dict[str, Any]
+) -> optuna.trial.Trial:
     """Ask a trial and mark it as this process's, failing it if anything interrupts the marking."""
     trial = study.ask(distributions)
     try:
         owner = Owner.here()
-        storage.record_heartbeat(trial._trial_id)
+        beat(storage, trial._trial_id)
         trial.set_user_attr("rlrun_host", owner.host)
         trial.set_user_attr("rlrun_pid", owner.pid)
         trial.set_user_attr("rlrun_node", where().node_id)
@@ -191,7 +200,7 @@ class _Curve:
     def __init__(
         self,
         trial: optuna.trial.Trial,
-        storage: optuna.storages.RDBStorage,
+        storage: optuna.storages.BaseStorage,
         worker: TuneWorker,
         parent: int,
     ) -> None:
@@ -216,7 +225,7 @@ class _Curve:
     def heartbeat(self, force: bool = False) -> None:
         if force or time.monotonic() - self.beat >= self.worker.heartbeat_s:
             self.beat = time.monotonic()
-            self.storage.record_heartbeat(self.trial._trial_id)
+            beat(self.storage, self.trial._trial_id)
 
     def __call__(self, row: IterationRow) -> bool:
         self.rows.append(row)
@@ -250,7 +259,7 @@ class _Curve:
 
 def run_trial(
     study: optuna.Study,
-    storage: optuna.storages.RDBStorage,
+    storage: optuna.storages.BaseStorage,
     trial: optuna.trial.Trial,
     worker: TuneWorker,
     parent: int,
@@ -379,13 +388,11 @@ def _echo(
     if not worker.echo:
         return
     shown = "" if value is None else f" {value:.2f}"
-    settings = " ".join(f"{key}={_short(item)}" for key, item in params.items())
+    settings = " ".join(
+        f"{key}={item:.4g}" if isinstance(item, float) else f"{key}={item}" for key, item in params.items()
+    )
     detail = f"  ({error})" if error else ""
     print(f"trial {number}: {state}{shown}  {settings}  [{wall:.1f} s]{detail}", file=sys.stderr, flush=True)
-
-
-def _short(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 __all__ = ["TuneWorker", "load", "run_worker"]
