@@ -45,6 +45,7 @@ BENCHMARKS_ON_PAGE = (
     Benchmark("adapter_overhead", "Adapter overhead", "python benchmarks/adapter_overhead.py --save"),
     Benchmark("repeated_calls", "Repeated calls in one process", "python benchmarks/repeated_calls.py --save"),
     Benchmark("tune_trials", "Tune trials per minute", "python benchmarks/tune_trials.py --save"),
+    Benchmark("bench_throughput", "Bench cells per minute", "python benchmarks/bench_throughput.py --save"),
     Benchmark("shared_cpu", "Fast on a shared CPU", "python benchmarks/shared_cpu.py --save"),
     Benchmark("env_vs_numpy", "Environment throughput against NumPy", "python benchmarks/env_vs_numpy.py --save"),
     Benchmark(

@@ -1,0 +1,128 @@
+"""Cells per minute of `rlrun bench` on each executor, and against one `rlrun train` process per cell.
+
+Two measurements, in rounds whose order of sides alternates from round to round (`alternating.pair` for the
+pairs, the executors' order reversed every other round):
+- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`: about 24 s each on 2 quiet cores):
+  `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process pool and on a local
+  Ray instance at 1 and 2 workers; cells per minute from the bench's wall time (workers' start included). Goal on
+  2 quiet cores: the pool and Ray at 2 workers at least 1.7x inline;
+- short cells (the same task, 4 iterations: about half a second of training): `--short_cells` seeds as
+  one inline bench against one fresh `rlrun train` interpreter per cell, one after another, as a sweep script
+  that starts a process per run does. Goal: at least 5x.
+
+    python benchmarks/bench_throughput.py [--cells 4] [--rounds 2] [--short_cells 8] [--save [PATH]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import alternating
+import results as records
+import rlrun
+
+TASK = "rlrun/Pendulum-v1"
+NUM_ENVS = 16
+ITERATIONS = 300
+SHORT_ITERATIONS = 4
+EXECUTORS = (("inline", None), ("process", 1), ("process", 2), ("ray", 1), ("ray", 2))
+RLRUN = str(Path(sys.executable).with_name("rlrun"))
+
+
+def bench(out: Path, cells: int, iterations: int, executor: str = "inline", workers: int | None = None) -> float:
+    """Run `cells` seeds as one bench; return its cells per minute."""
+    request = rlrun.BenchRequest(
+        tasks=(TASK,), runs=("rsl_rl",), seeds=tuple(range(cells)), iterations=iterations, num_envs=NUM_ENVS,
+        out=str(out), report=False, executor=executor, workers=workers,
+    )  # fmt: skip
+    start = time.perf_counter()
+    result = rlrun.bench(request, check_leaks=executor != "ray")  # Ray keeps threads after `ray.shutdown()`
+    wall = time.perf_counter() - start
+    if result.completed != cells:
+        raise SystemExit(f"{executor} x {workers}: {result.failed} of {cells} cells failed: {result.rows}")
+    return 60 * cells / wall
+
+
+def processes(root: Path, cells: int, iterations: int) -> float:
+    """One `rlrun train` process per cell, one after another; cells per minute."""
+    start = time.perf_counter()
+    for seed in range(cells):
+        command = [RLRUN, "train", "--task", TASK, "--library", "rsl_rl", "--seed", str(seed), "--num_envs",
+                   str(NUM_ENVS), "--max_iterations", str(iterations), "--log_root", str(root), "--json"]  # fmt: skip
+        subprocess.run(command, check=True, capture_output=True)
+    return 60 * cells / (time.perf_counter() - start)
+
+
+def label(executor: str, workers: int | None) -> str:
+    return executor if workers is None else f"{executor} x{workers}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cells", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--short_cells", type=int, default=8)
+    records.add_argument(parser)
+    args = parser.parse_args()
+    record = records.Record.start(__file__)
+    print(f"load {os.getloadavg()[0]:.2f}; cells per minute of rsl_rl PPO on {TASK}, {NUM_ENVS} envs")
+    rates: dict[str, list[float]] = {label(*side): [] for side in EXECUTORS}
+    short: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        bench(root / "warm-up", 1, SHORT_ITERATIONS)  # imports, as a notebook would have paid them
+        for round_ in range(args.rounds):
+            order = EXECUTORS if round_ % 2 == 0 else tuple(reversed(EXECUTORS))
+            for executor, workers in order:
+                name = label(executor, workers)
+                out = root / f"long{round_}-{executor}{workers}"
+                rates[name].append(bench(out, args.cells, ITERATIONS, executor, workers))
+                print(f"round {round_}: {name:<11} {rates[name][-1]:6.2f} cells/min", flush=True)
+            pair = alternating.pair(
+                round_,
+                lambda: bench(root / f"short{round_}", args.short_cells, SHORT_ITERATIONS),  # noqa: B023
+                lambda: processes(root / f"loop{round_}", args.short_cells, SHORT_ITERATIONS),  # noqa: B023
+            )
+            short.append(pair)
+            print(f"round {round_}: short cells, inline bench {pair[0]:6.1f} cells/min, one process per cell "
+                  f"{pair[1]:6.1f} cells/min, {pair[0] / pair[1]:.2f}x", flush=True)  # fmt: skip
+    kind = f"min-max of {args.rounds} round{'s' * (args.rounds != 1)}"
+    inline = rates["inline"]
+    for name, values in rates.items():
+        if name == "inline":
+            continue
+        ratios = [value / base for value, base in zip(values, inline, strict=True)]
+        goal = ("process x2", "ray x2")
+        shown = "  goal >= 1.7x" if name in goal else ""
+        print(f"{name:<11} / inline: median {statistics.median(ratios):.2f}x "
+              f"(range {min(ratios):.2f}-{max(ratios):.2f}x){shown}")  # fmt: skip
+        record.add(
+            f"cells per minute, {name} / inline ({args.cells} cells of {ITERATIONS} iterations, about 24 s each)",
+            statistics.median(ratios), unit="x", digits=2, spread=(min(ratios), max(ratios)), spread_kind=kind,
+            goal=(">=", 1.7) if name in goal else None,
+            note=f"{name} {statistics.median(values):.2f} cells/min, inline {statistics.median(inline):.2f}",
+        )  # fmt: skip
+    ratios = [bench_rate / loop_rate for bench_rate, loop_rate in short]
+    print(f"short cells, inline bench / one process per cell: median {statistics.median(ratios):.2f}x "
+          f"(range {min(ratios):.2f}-{max(ratios):.2f}x)  goal >= 5x; load {os.getloadavg()[0]:.2f}")  # fmt: skip
+    record.add(
+        f"cells per minute, inline bench / one `rlrun train` process per cell ({args.short_cells} cells of "
+        f"{SHORT_ITERATIONS} iterations)",
+        statistics.median(ratios), unit="x", digits=2, spread=(min(ratios), max(ratios)), spread_kind=kind,
+        goal=(">=", 5.0),
+        note=f"inline bench {statistics.median(rate for rate, _ in short):.1f} cells/min, one process per cell "
+        f"{statistics.median(rate for _, rate in short):.1f} cells/min",
+    )  # fmt: skip
+    if args.save:
+        record.save(args.save)
+
+
+if __name__ == "__main__":
+    main()
