@@ -138,7 +138,7 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     place = where()
     uploads = None
     if cell.storage is not None:
-        uploads = Uploads(cell.storage, Path(cell.request.log_root), _experiment(cell), cell.key)
+        uploads = Uploads(cell.storage, Path(cell.request.log_root), experiment_parts(cell), cell.key)
     row = _train(cell, listener, uploads)
     row.update(node_id=place.node_id, host=place.host)
     if uploads is not None and row["run_dir"] is not None:
@@ -154,7 +154,7 @@ def run_cell(cell: Cell, listener: Callable[[Cell, IterationRow], None] | None =
     return row
 
 
-def _experiment(cell: Cell) -> tuple[str, str]:
+def experiment_parts(cell: Cell) -> tuple[str, str]:
     """The folder of the cell's run folders below its log root: `(<library>, <experiment>)`."""
     return str(cell.request.library), str(cell.request.experiment)
 

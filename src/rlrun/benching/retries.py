@@ -19,21 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlrun.benching.cell import Cell
-from rlrun.benching.stored import key_folders, last_stored_checkpoint, stored_folders
+from rlrun.benching.cell import Cell, experiment_parts
+from rlrun.benching.stored import last_stored_checkpoint, local_folders, resumable, stored_folders
 from rlrun.runs import read_manifest
 from rlrun.trust import paths
-from rlrun.trust.limits import whole_number
-
-
-def _experiment(cell: Cell, log_root: Path) -> Path:
-    """The folder of `cell`'s run folders under `log_root`: `<library>/<experiment>`."""
-    return log_root / str(cell.request.library) / str(cell.request.experiment)
-
-
-def _parts(cell: Cell) -> tuple[str, str]:
-    return str(cell.request.library), str(cell.request.experiment)
-
 
 Before = tuple[set[str], set[str]]
 """The names of a cell's run folders under the log root, and in `--storage` (empty without it)."""
@@ -41,13 +30,12 @@ Before = tuple[set[str], set[str]]
 
 def run_folders(cell: Cell, log_root: Path) -> set[str]:
     """The names of the run folders that trainings of `cell` made under `log_root` so far."""
-    base = _experiment(cell, log_root)
-    return key_folders((path.name for path in base.iterdir()), cell.key) if base.is_dir() else set()
+    return local_folders(log_root.joinpath(*experiment_parts(cell)), cell.key)
 
 
 def folders_before(cell: Cell, log_root: Path) -> Before:
     """The names of `cell`'s run folders so far, here and in its `--storage` (taken before each round)."""
-    stored = set() if cell.storage is None else stored_folders(cell.storage, _parts(cell), cell.key)
+    stored = set() if cell.storage is None else stored_folders(cell.storage, experiment_parts(cell), cell.key)
     return run_folders(cell, log_root), stored
 
 
@@ -63,9 +51,9 @@ def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: Before) ->
     found = None if cell.seconds is not None else _last_checkpoint(cell, log_root, before[0])
     stored = None
     if found is None and cell.seconds is None and cell.storage is not None:
-        names = stored_folders(cell.storage, _parts(cell), cell.key) - before[1]
+        names = stored_folders(cell.storage, experiment_parts(cell), cell.key) - before[1]
         budget = int(cell.request.max_iterations or 0)
-        stored = last_stored_checkpoint(cell.storage, _parts(cell), names, budget)
+        stored = last_stored_checkpoint(cell.storage, experiment_parts(cell), names, budget)
     if stored is not None:
         parts, file, iteration, env_steps = stored
         folder = log_root.joinpath(*parts)
@@ -96,21 +84,12 @@ def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: Before) ->
 def _last_checkpoint(cell: Cell, log_root: Path, before: set[str]) -> tuple[Path, Path, int, int] | None:
     """(run folder, checkpoint, iteration, env steps) of the newest checkpoint listed in a run folder of `cell`
     made since `before`, with iterations still to go; None when there is none."""
-    base = _experiment(cell, log_root)
+    base = log_root.joinpath(*experiment_parts(cell))
     home = paths.real(log_root)
     budget = int(cell.request.max_iterations or 0)
     for name in sorted(run_folders(cell, log_root) - before, reverse=True):  # names start with the time: newest first
         folder = base / name
-        manifest = read_manifest(folder) or {}
-        entries = manifest.get("checkpoints")
-        for entry in reversed(entries if isinstance(entries, list) else []):
-            if not isinstance(entry, dict):
-                continue
-            file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
-            if not (
-                isinstance(file, str) and whole_number(iteration) and whole_number(env_steps) and 0 < iteration < budget
-            ):
-                continue
+        for file, iteration, env_steps in resumable(read_manifest(folder), budget):
             checkpoint = folder / file
             if checkpoint.is_file() and paths.is_inside(paths.real(checkpoint), home):
                 return folder, checkpoint, iteration, env_steps

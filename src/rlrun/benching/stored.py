@@ -15,8 +15,9 @@ there before the round began.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from rlrun.runs.transfer import claim, same_run
 from rlrun.trust.archive import UnsafeArchive, name_parts
@@ -27,6 +28,23 @@ from rlrun.trust.remote import check_storage, download_folder, is_file, list_fol
 def key_folders(names: Iterable[str], key: str) -> set[str]:
     """The names among `names` of run folders of the cell whose key is `key` (`<time>_<key>...`)."""
     return {name for name in names if f"_{key}" in name and name.split("_", 2)[-1].startswith(key)}
+
+
+def local_folders(base: Path, key: str) -> set[str]:
+    """The names of the cell's run folders in `base` (`<log root>/<library>/<experiment>`), none when it is missing."""
+    return key_folders((path.name for path in base.iterdir()), key) if base.is_dir() else set()
+
+
+def resumable(manifest: Any, budget: int) -> Iterator[tuple[str, int, int]]:
+    """(file, iteration, env steps) of each checkpoint a parsed run.json lists, newest first, where the entry is
+    well formed (a file name, whole numbers) and iterations are still to go (`0 < iteration < budget`)."""
+    entries = manifest.get("checkpoints") if isinstance(manifest, dict) else None
+    for entry in reversed(entries if isinstance(entries, list) else []):
+        if not isinstance(entry, dict):
+            continue
+        file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
+        if isinstance(file, str) and whole_number(iteration) and whole_number(env_steps) and 0 < iteration < budget:
+            yield file, iteration, env_steps
 
 
 def stored_folders(storage: str, experiment: tuple[str, ...], key: str) -> set[str]:
@@ -51,8 +69,7 @@ class Uploads:
         self.sent: dict[str, tuple[int, int]] = {}
 
     def _local(self) -> set[str]:
-        base = self.log_root.joinpath(*self.experiment)
-        return key_folders((path.name for path in base.iterdir()), self.key) if base.is_dir() else set()
+        return local_folders(self.log_root.joinpath(*self.experiment), self.key)
 
     def begin(self) -> None:
         """Note the cell's run folders already here: the training's is the one that appears after."""
@@ -121,15 +138,7 @@ def last_stored_checkpoint(
             manifest = parse_json(text.decode("utf-8"), "run.json") if text is not None else None
         except (UnicodeDecodeError, UnreadableFile):
             continue
-        entries = manifest.get("checkpoints") if isinstance(manifest, dict) else None
-        for entry in reversed(entries if isinstance(entries, list) else []):
-            if not isinstance(entry, dict):
-                continue
-            file, iteration, env_steps = entry.get("file"), entry.get("iteration"), entry.get("env_steps")
-            if not (
-                isinstance(file, str) and whole_number(iteration) and whole_number(env_steps) and 0 < iteration < budget
-            ):
-                continue
+        for file, iteration, env_steps in resumable(manifest, budget):
             try:
                 below = name_parts(file, "a checkpoint listed in the stored run.json")
             except UnsafeArchive:  # an absolute name, `..`, a NUL
