@@ -1,7 +1,8 @@
 """One exception per user mistake, each message a single line that quotes the bad value and names the fix.
 
 `UserError` and its subclasses are what `rlrun.main` turns into exit code 2 with no traceback.
-Everything else that escapes a call is a runtime failure (exit code 1).
+Everything else that escapes a call is a runtime failure (exit code 1): a `Failure` is said in one line, anything
+else with its traceback.
 """
 
 from __future__ import annotations
@@ -110,6 +111,11 @@ class TrainingStopped(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return self.EXIT_CODES.get(self.reason, 130)
+
+
+class Failure(RuntimeError):
+    """A failure of this machine or of a service a call needs, not of the request, said in one line that names
+    what to do: `rlrun.main` prints it with no traceback and exits 1."""
 
 
 class LeakDetected(RuntimeError):

@@ -251,3 +251,19 @@ def test_rlrun_report_says_each_step_with_the_time_since_it_began(capsys, tmp_pa
     assert len(steps) == 3 and all(line.startswith("report: ") and line.endswith(" s]") for line in steps)
     assert "1 cell over 1 task" in steps[0] and "drawing" in steps[2]
     assert captured.out.strip().endswith("report.md")
+
+
+def test_a_failure_of_a_service_is_one_line_and_exit_code_1(capsys, monkeypatch):
+    from rlrun.cli import commands
+    from rlrun.tuning.proxy import ProxyFailed
+
+    def failing(args):
+        raise ProxyFailed("the gRPC proxy ended at start: 'database is locked'; fix what that line says")
+
+    monkeypatch.setattr(commands, "listing", failing)
+    code = rlrun.main(["list"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert err.strip().splitlines() == [
+        "rlrun: error: the gRPC proxy ended at start: 'database is locked'; fix what that line says"
+    ]

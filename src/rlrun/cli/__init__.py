@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from rlrun.cli import commands
 from rlrun.cli.output import one_line, resume_hint
 from rlrun.cli.parser import build_parser, parse
-from rlrun.errors import LeakDetected, TrainingStopped, UserError
+from rlrun.errors import Failure, LeakDetected, TrainingStopped, UserError
 
 __all__ = ["build_parser", "console", "main", "parse"]
 
@@ -137,6 +137,9 @@ def _main(arguments: list[str], stderr: Any) -> int:
     except KeyboardInterrupt:
         print("rlrun: interrupted", file=stderr)
         return 130
+    except Failure as error:
+        print(f"rlrun: error: {one_line(error)}", file=stderr)
+        return 1
     except LeakDetected as error:
         print(f"rlrun: the call left global state changed:\n{error}", file=stderr)
         return 1

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rlrun.errors import TrainingStopped, UserError
+from rlrun.errors import Failure, TrainingStopped, UserError
 from rlrun.trust.text import terminal
 
 
@@ -44,9 +44,9 @@ def _inside(path: Path, folder: Path) -> Path:
         return path
 
 
-def one_line(error: UserError) -> str:
-    """A user error's message on one line, whatever text (a library's reason, a path) it quotes, with its control
-    characters escaped."""
+def one_line(error: UserError | Failure) -> str:
+    """A user error's (or a `Failure`'s) message on one line, whatever text (a library's reason, a path) it
+    quotes, with its control characters escaped."""
     return terminal(" ".join(str(error).split()))
 
 

@@ -12,20 +12,50 @@ Without the file lock beside the database, slots on different nodes may ask a tr
 of the study; the one asked later fails itself as interrupted (`rlrun.tuning.storage.surplus`), so the count stays
 `n_trials`. Optuna's heartbeats are not served by the proxy: a slot records `rlrun_beat` on its trial instead.
 
+When the proxy cannot start, `serve` says so in one line that quotes the child's last line and names the fix:
+`MissingDependency` when it lacks grpcio or protobuf (checked here before the child starts, and read from its
+last line), else `ProxyFailed` (a failure of this machine, not of the request). Either way the child is ended
+and reaped first.
+
 Run as `python -m rlrun.tuning.proxy <rdb url> <port>` (the child).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from typing import IO
+
+from rlrun.errors import Failure, MissingDependency
 
 START_S = 60.0
 """How long the driver waits for the proxy to listen."""
+
+GRPC_MODULES = ("grpc",)
+"""The modules the proxy needs that a Ray installation may lack, checked here before the child starts (protobuf,
+under the `google` namespace, is not imported here to check it: the child's last line names it if missing)."""
+
+LINE_CHARS = 300
+"""The most characters of the child's last line a message quotes."""
+
+_INSTALL = "pip install grpcio protobuf (Optuna's gRPC storage proxy needs them)"
+_NO_PROXY = (
+    "or pass --storage with a database server every node reaches (postgresql://..., mysql://...), which the slots "
+    "open themselves, with no proxy"
+)
+_MISSING = re.compile(r"(?:No module named|Tried to import) '((?:grpc|google)[\w.]*)'")
+
+
+class ProxyFailed(Failure):
+    """The study's gRPC proxy did not start or did not listen: a failure (not a user error), whose message is one
+    line that quotes the child's last line and names what to do."""
 
 
 @dataclass
@@ -33,6 +63,8 @@ class Proxy:
     process: subprocess.Popen[bytes]
     url: str
     """What the slots open: `grpc://host:port`."""
+    log: IO[bytes] | None = None
+    """The child's stderr (a temporary file: a pipe that nobody reads could fill and stop the child)."""
 
 
 def _free_port() -> int:
@@ -41,32 +73,76 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve(url: str) -> Proxy:
-    """Start the proxy of the RDB storage at `url` and wait until it listens, named by this node's address as the
-    other nodes of the connected Ray cluster reach it (Ray's own pick). Raises `RuntimeError` with the child's last
-    line when it does not start."""
+def _host() -> str:
+    """This node's address as the other nodes of the connected Ray cluster reach it (Ray's own pick)."""
     import ray
 
-    host = ray.util.get_node_ip_address()
+    return str(ray.util.get_node_ip_address())
+
+
+def _command(url: str, port: int) -> list[str]:
+    """The child's command line."""
+    return [sys.executable, "-m", "rlrun.tuning.proxy", url, str(port)]
+
+
+def serve(url: str) -> Proxy:
+    """Start the proxy of the RDB storage at `url` and wait until it listens, named by this node's address as the
+    other nodes reach it. Raises `MissingDependency` when grpcio or protobuf is missing, `ProxyFailed` when the
+    child ends at start or does not listen within `START_S` (each one line, the child ended and reaped)."""
+    for module in GRPC_MODULES:
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependency(
+                f"serving the SQLite study {url!r} to the other nodes of the Ray cluster needs Optuna's gRPC proxy, "
+                f"and {module!r} is not installed: {_INSTALL}, {_NO_PROXY}."
+            )
+    host = _host()
     port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rlrun.tuning.proxy", url, str(port)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    proxy = Proxy(process, f"grpc://{host}:{port}")
-    deadline = time.monotonic() + START_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            lines = (process.stderr.read() if process.stderr else b"").decode(errors="replace").strip().splitlines()
-            stop(proxy)
-            raise RuntimeError(f"the study's gRPC proxy ended at start: {lines[-1] if lines else process.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return proxy
-        time.sleep(0.1)
-    stop(proxy)
-    raise RuntimeError(f"the study's gRPC proxy did not listen on port {port} within {START_S:g} s")
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the proxy owns it until `stop`
+    try:
+        process = subprocess.Popen(_command(url, port), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+    except BaseException:
+        log.close()
+        raise
+    proxy = Proxy(process, f"grpc://{host}:{port}", log)
+    try:
+        deadline = time.monotonic() + START_S
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise _failure(proxy, url, f"ended at start (exit code {process.returncode})")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
+                return proxy
+            time.sleep(0.1)
+        raise _failure(proxy, url, f"did not listen on port {port} within {START_S:g} s")
+    except BaseException:  # the failures above, and a Ctrl-C while it waits: the child goes too
+        stop(proxy)
+        raise
+
+
+def _failure(proxy: Proxy, url: str, what: str) -> Exception:
+    """The one-line error of a proxy that `what`, quoting the child's last line of stderr."""
+    line = _last_line(proxy.log)
+    said = f": {line!r}" if line else " (it wrote nothing on stderr)"
+    head = f"the gRPC proxy that serves the SQLite study {url!r} to the other nodes of the Ray cluster {what}{said}"
+    missing = _MISSING.search(line)
+    if missing is not None:
+        return MissingDependency(f"{head}; {missing.group(1)!r} is not installed: {_INSTALL}, {_NO_PROXY}.")
+    return ProxyFailed(f"{head}; fix what that line says, {_NO_PROXY}.")
+
+
+def _last_line(log: IO[bytes] | None) -> str:
+    """The last line the child wrote on stderr, at most `LINE_CHARS` long ('' when none)."""
+    if log is None:
+        return ""
+    try:
+        log.flush()
+        size = log.seek(0, 2)
+        log.seek(max(0, size - 65536))
+        text = log.read().decode(errors="replace")
+    except (OSError, ValueError):
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    return last if len(last) <= LINE_CHARS else last[: LINE_CHARS - 3] + "..."
 
 
 def stop(proxy: Proxy) -> None:
@@ -79,8 +155,8 @@ def stop(proxy: Proxy) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    if process.stderr is not None:
-        process.stderr.close()
+    if proxy.log is not None:
+        proxy.log.close()
 
 
 def _main(url: str, port: int) -> None:
