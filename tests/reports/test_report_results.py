@@ -34,6 +34,15 @@ def test_the_later_row_for_a_key_wins_in_the_first_rows_place(tmp_path):
     assert results.unreadable_lines == ()
 
 
+def test_numbers_too_large_for_a_float_read_as_missing(tmp_path):
+    path = tmp_path / "results.jsonl"
+    huge = "1" + "0" * 400  # a JSON integer float() cannot hold
+    line = f'{{"key": "a", "task": "T", "run": "sb3/ppo", "seed": 0, "status": "completed", "env_steps": {huge}, '
+    path.write_text(line + f'"final_return": {huge}, "wall_s": 1e999, "eval_return": 2.5}}\n')
+    cell = read_results(path).cells[0]
+    assert (cell.env_steps, cell.final_return, cell.wall_s, cell.eval_return) == (None, None, None, 2.5)
+
+
 def test_the_fixture_rerun_supersedes_the_failed_attempt(bench_out):
     cell = next(c for c in read_results(bench_out / "results.jsonl").cells if c.key == "cp-sb3-0")
     assert cell.status == "completed" and cell.final_return == 480.0

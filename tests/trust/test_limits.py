@@ -27,6 +27,7 @@ from rlrun.trust.limits import (
     MAX_DEPTH,
     MAX_JSON_BYTES,
     MAX_NODES,
+    MAX_WHOLE,
     MAX_YAML_BYTES,
     UnreadableFile,
     parse_json,
@@ -34,6 +35,7 @@ from rlrun.trust.limits import (
     read_json,
     read_text,
     read_yaml,
+    whole_number,
 )
 from support import SMALL_RSL_RL
 
@@ -124,6 +126,13 @@ def test_a_file_is_read_bounded_and_as_utf8(tmp_path):
     marked = tmp_path / "bom.yaml"
     marked.write_bytes(b"\xef\xbb\xbfa: 1\n")
     assert read_yaml(marked, "spec") == {"a": 1}
+
+
+def test_a_count_read_from_a_file_is_a_whole_number_an_int64_holds():
+    assert whole_number(0) and whole_number(MAX_WHOLE) and whole_number(5, minimum=5)
+    for value in (True, 1.0, "3", -1, MAX_WHOLE + 1, 10**400, None):
+        assert not whole_number(value), value
+    assert not whole_number(4, minimum=5)
 
 
 def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):

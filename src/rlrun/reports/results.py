@@ -85,7 +85,7 @@ def _float(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer of more than 308 digits
         return None
     return number if math.isfinite(number) else None
 

@@ -303,9 +303,14 @@ def _depth_within(text: str, limit: int) -> bool:
 # --- wording ------------------------------------------------------------------------------------------------
 
 
+MAX_WHOLE = (1 << 63) - 1
+"""The largest count a file may state (a step, iteration or seed count): an int64, so that every count read is a
+float and a tensor index too (a JSON integer may have thousands of digits)."""
+
+
 def whole_number(value: Any, minimum: int = 0) -> TypeGuard[int]:
-    """Whether `value`, read from a file, is an integer (not a bool) of at least `minimum`."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    """Whether `value`, read from a file, is an integer (not a bool) from `minimum` to `MAX_WHOLE`."""
+    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= MAX_WHOLE
 
 
 def _size(limit: int) -> str:
