@@ -243,7 +243,10 @@ def test_a_retry_refuses_a_stored_folder_that_holds_a_link_and_writes_nothing(tm
     row = run_cell(again)
     assert row["status"] == "failed" and row["error"].startswith("resuming from --storage: ")
     assert "'metrics.csv', which is not a file or a folder" in row["error"]
+    assert "resumed from" not in str(row["note"])  # it did not
     assert not (tmp_path / "logs" / "rsl_rl" / "bench" / name).exists()
+    before = folders_before(again, tmp_path / "logs")
+    assert retry(again, row, tmp_path / "logs", before).resume is None  # the next attempt starts over
 
 
 @pytest.mark.slow

@@ -193,6 +193,10 @@ def receive_run(row: dict[str, Any], cell: Cell, log_root: Path) -> dict[str, An
     return row
 
 
+RESUME_REFUSED = "resuming from --storage: "
+"""How the error of an attempt that refused its stored checkpoint begins; its retry starts over
+(`rlrun.benching.retries.retry`) instead of trying that checkpoint again."""
+
 STOPPED = ("interrupted", "terminated")
 """The statuses of a cell that a signal stopped; the bench stops there, and its next run resumes the cell."""
 
@@ -208,7 +212,8 @@ def _train(
         try:
             checkpoint = _resume_from(cell, earlier)
         except (UserError, OSError, ValueError) as error:
-            return cell.row(status="failed", error=f"resuming from --storage: {one_line(error)}", wall_s=0.0)
+            unresumed = dataclasses.replace(cell, resume=None)  # its note must not say it resumed
+            return unresumed.row(status="failed", error=f"{RESUME_REFUSED}{one_line(error)}", wall_s=0.0)
         request = dataclasses.replace(
             request,
             resume=True,

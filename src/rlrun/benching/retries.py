@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlrun.benching.cell import Cell, experiment_parts
+from rlrun.benching.cell import RESUME_REFUSED, Cell, experiment_parts
 from rlrun.benching.stored import last_stored_checkpoint, local_folders, resumable, stored_folders
 from rlrun.runs import read_manifest
 from rlrun.trust import paths
@@ -42,8 +42,9 @@ def folders_before(cell: Cell, log_root: Path) -> Before:
 def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: Before) -> Cell:
     """`cell`'s next attempt after the failed one whose row is `row`: set to go on from the newest checkpoint that
     the attempt saved in a run folder made since `before` (`folders_before`), here, else in `--storage`, or from
-    where the attempt started (the cell's own `resume`, if any) when it saved none. The attempt's wall time is
-    added to the cell's."""
+    where the attempt started (the cell's own `resume`, if any) when it saved none, or from the start when the
+    attempt refused the checkpoint it was to go on from (`RESUME_REFUSED`). The attempt's wall time is added to
+    the cell's."""
     earlier = cell.resume or {"env_steps": 0, "iterations": 0, "wall_s": 0.0}
     spent = row.get("wall_s")
     wall = float(earlier["wall_s"]) + (float(spent) if isinstance(spent, int | float) else 0.0)
@@ -74,7 +75,7 @@ def retry(cell: Cell, row: Mapping[str, Any], log_root: Path, before: Before) ->
             "wall_s": wall,
             "run_dir": str(folder),
         }
-    elif cell.resume is not None:
+    elif cell.resume is not None and not str(row.get("error") or "").startswith(RESUME_REFUSED):
         resume = {**cell.resume, "wall_s": wall}
     else:
         resume = None
