@@ -116,19 +116,23 @@ def bench_spec(
     """A bench spec in the shared inputs: one cell of `library` on the task, one iteration, no report."""
 
     def build(workspace: Workspace, genuine: Any) -> Built:
-        spec = {
-            "tasks": [TASK],
-            "runs": [_run_entry(library, run_overrides(workspace))],
-            "seeds": [0],
-            "iterations": 1,
-            "num_envs": 2,
-            "report": False,
-            **keys(workspace),
-        }
+        spec = {**bench_fields(library, run_overrides(workspace)), **keys(workspace)}
         path = write_yaml(workspace.inputs / "bench.yaml", spec)
         return Built(spec=path, spec_owns_out=owns_out, argv={"bench": argv})
 
     return build
+
+
+def bench_fields(library: str, run_overrides: tuple[str, ...] = (), iterations: int = 1) -> dict[str, Any]:
+    """A bench spec of one cell of `library` on the task, `iterations` iterations, no report."""
+    return {
+        "tasks": [TASK],
+        "runs": [_run_entry(library, run_overrides)],
+        "seeds": [0],
+        "iterations": iterations,
+        "num_envs": 2,
+        "report": False,
+    }
 
 
 def tune_fields(library: str) -> dict[str, Any]:
@@ -462,6 +466,142 @@ def results(library: str, hostile: str) -> Build:
         return Built(report=workspace.out, payload=hostile)
 
     return build
+
+
+# --- a bench's --storage read by a retry, and an earlier bench's rows read by a bench run again ---------------
+
+STORED_ITERATIONS = 2
+"""The budget of a retried cell: the genuine run's checkpoint (iteration 1) leaves one iteration to go."""
+
+
+def stored_folder(library: str, edit: Edit | None = None, retries: int = 1) -> Build:
+    """`rlrun bench --retries N --storage <inputs/bucket>` of one cell of `library`, two iterations: the cell's first
+    attempt is lost with its node, and meanwhile the genuine run of `library` (its checkpoint listed at iteration
+    1), changed by `edit`, appears in the bucket as the run folder that attempt sent; the retry reads it there
+    (`rlrun.benching.stored`). Nothing outside (`unread`) may be read, by the retry or the bench."""
+
+    def build(workspace: Workspace, genuine: Any) -> Built:
+        bucket = workspace.inputs / "bucket"
+        staged = copy_run(genuine.run(library), bucket / ".staged", library)  # not where the retry looks
+        if edit is not None:
+            edit(workspace, staged)
+        spec = write_yaml(workspace.inputs / "bench.yaml", bench_fields(library, iterations=STORED_ITERATIONS))
+        return Built(
+            spec=spec,
+            argv={"bench": ("--retries", str(retries), "--storage", str(bucket))},
+            stored=(staged, bucket),
+            writes=("inputs/bucket",),
+            unread=(workspace.outside,),
+        )
+
+    return build
+
+
+def listed(text: Callable[[str], str] | None = None, **fields: Any) -> Edit:
+    """An edit of a run.json: the newest checkpoint's entry updated with `fields`, then `text` applied to the JSON
+    written (for what JSON cannot say: Infinity, NaN)."""
+
+    def edit(workspace: Workspace, run: Path) -> None:
+        edit_manifest(run, lambda manifest: manifest["checkpoints"][-1].update(fields), text=text)
+
+    return edit
+
+
+def listed_outside(library: str, absolute: bool) -> Edit:
+    """The newest checkpoint, copied to the outside folder, listed by a name that climbs out of the stored run
+    folder to it (`../../../../../outside/model_0.pt` from `<bucket>/<library>/<experiment>/<run>`, where the
+    retry finds the folder) or by its absolute path."""
+
+    def edit(workspace: Workspace, run: Path) -> None:
+        checkpoint = last_checkpoint(run)
+        target = workspace.outside / checkpoint.name
+        shutil.copyfile(checkpoint, target)
+        where = workspace.inputs / "bucket" / LIBRARIES[library]["flags"][1] / workspace.out.name / run.name
+        name = str(target) if absolute else os.path.relpath(target, where)
+        listed(file=name)(workspace, run)
+
+    return edit
+
+
+def move_out(part: Callable[[Path], Path]) -> Edit:
+    """An edit that moves `part(run)` to the outside folder and leaves a link to it in its place."""
+    return lambda workspace, run: _move_out(part(run), workspace) and None
+
+
+def raw_manifest(content: Callable[[Workspace, Path], str | bytes]) -> Edit:
+    """An edit that writes the run.json as exactly these bytes (or text), given the workspace and the run folder."""
+
+    def edit(workspace: Workspace, run: Path) -> None:
+        data = content(workspace, run)
+        (run / "run.json").write_bytes(data if isinstance(data, bytes) else data.encode())
+
+    return edit
+
+
+RowEdit = Callable[[Workspace, Path, dict[str, Any]], None]
+
+
+def earlier_row(
+    library: str, edit: RowEdit | None = None, text: Callable[[str], str] | None = None, size: int | None = None
+) -> Build:
+    """An out folder that holds a genuine earlier bench of one cell of `library` (its results.jsonl and run folder,
+    copied from the session's, the row's paths moved with them), whose row and run folder `edit(workspace, run,
+    row)` changes (the row is then written as JSON, `text` applied for what JSON cannot say, and the file grown to
+    `size` bytes); the same bench runs again over it. Nothing outside (`unread`) may be read."""
+
+    def build(workspace: Workspace, genuine: Any) -> Built:
+        fields = bench_fields(library)
+        source = genuine.bench(library, fields)
+        shutil.copytree(source, workspace.out, symlinks=True)
+        results = workspace.out / "results.jsonl"
+        (line,) = results.read_text(encoding="utf-8").splitlines()
+        row = json.loads(line.replace(json.dumps(str(source))[1:-1], json.dumps(str(workspace.out))[1:-1]))
+        if edit is not None:
+            edit(workspace, Path(row["run_dir"]), row)
+        written = json.dumps(row, sort_keys=True)
+        results.write_text((text(written) if text else written) + "\n", encoding="utf-8")
+        if size is not None:
+            os.truncate(results, size)  # a sparse run of NULs: one line that long, on no disk
+        spec = write_yaml(workspace.inputs / "bench.yaml", fields)
+        return Built(spec=spec, planted=row["run_dir"], unread=(workspace.outside,))
+
+    return build
+
+
+def run_moved_out(workspace: Workspace, run: Path, row: dict[str, Any]) -> None:
+    """The row's run folder moved outside the log root, the row naming it there (row and folder agree)."""
+    target = workspace.outside / run.name
+    shutil.move(run, target)
+    row["run_dir"] = str(target)
+    row["checkpoint"] = str(target / Path(row["checkpoint"]).relative_to(run))
+
+
+def run_linked_out(workspace: Workspace, run: Path, row: dict[str, Any]) -> None:
+    """The row's run folder moved outside, a link to it left in its place under the log root."""
+    _move_out(run, workspace)
+
+
+SENTINEL = 123456.789012
+"""A number written into a file's JSON where a text edit then puts what JSON cannot say (`swap`)."""
+
+RESULT_KEYS = {"final_return": "mean_return", "env_steps": "env_steps"}
+"""A results row's column -> the key of its run.json's `result` that vouches for it."""
+
+
+def swap(literal: str) -> Callable[[str], str]:
+    """A text edit of JSON: `SENTINEL` replaced by `literal` (Infinity, NaN, 1e999, a string, 5,000 digits)."""
+    return lambda text: text.replace(repr(SENTINEL), literal)
+
+
+def agreeing(key: str, literal: str) -> RowEdit:
+    """The row's `key` and its run.json's `result` entry for it both the JSON text `literal` (the row's own text is
+    swapped by `earlier_row`'s `text=swap(literal)`): row and run agree, as a forger of both writes them."""
+
+    def edit(workspace: Workspace, run: Path, row: dict[str, Any]) -> None:
+        row[key] = SENTINEL
+        edit_manifest(run, lambda manifest: manifest["result"].update({RESULT_KEYS[key]: SENTINEL}), text=swap(literal))
+
+    return edit
 
 
 # --- controls ----------------------------------------------------------------------------------------------

@@ -13,17 +13,22 @@ says what each of them must do:
   and nothing in the workspace changed;
 - `safe(check)`: exit 0, with `check` (the payload ignored or escaped: see each check) holding;
 - `either(check)`: one of the two (the issue allows both, e.g. a swapped checkpoint is read once: the call goes
-  on with the bytes it checked, or it refuses the file).
+  on with the bytes it checked, or it refuses the file);
+- `cell_failed(pattern)`: `rlrun bench` exits 1 because the cell failed, its row's error one line that matches
+  `pattern` (a crafted file a bench cell reads mid-bench, such as a run folder in `--storage`, fails that cell,
+  not the bench: the command line's refusal is for what planning reads).
 
 Whatever the outcome, the test checks that no marker was written (no payload ran), that nothing outside the log
-root and out folder changed, that the process is as it was (the leak detector's census), and that no module the
-payload names was imported. Adding a case is one entry in `CASES` (`security_corpus.py`).
+root and out folder changed, that the process is as it was (the leak detector's census), that no module the
+payload names was imported, and that no file in the folders the case names `unread` was opened. Adding a case
+is one entry in `CASES` (`security_corpus.py`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +49,8 @@ class Expect:
     """Exit 0 is the expected outcome (or one of them) when this holds."""
     line: Callable[[str], str | None] | None = None
     """A refusal's line must pass this too (None when it does, else what is wrong)."""
+    failed: Check | None = None
+    """Exit 1 (`rlrun bench`: a cell failed) is the expected outcome when this holds."""
     describe: str = ""
 
     def __str__(self) -> str:
@@ -59,6 +66,29 @@ def safe(check: Check, what: str) -> Expect:
 
 def either(check: Check, what: str) -> Expect:
     return Expect(refused=True, safe=check, describe=f"refused, or safe: exit 0, {what}")
+
+
+def cell_failed(pattern: str, what: str) -> Expect:
+    """`rlrun bench` exits 1: its one cell failed, and the row's error is one line that matches `pattern`."""
+
+    def check(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:
+        row = _json(stdout)
+        if row is None:
+            return f"no JSON row on stdout: {stdout[-300:]!r}"
+        error = row.get("error")
+        if row.get("status") != "failed" or not isinstance(error, str):
+            return f"the cell did not fail: {row.get('status')!r}, {error!r}"
+        if "\n" in error or "Traceback" in error:
+            return f"the cell's error is not one line: {error!r}"
+        if not re.search(pattern, error):
+            return f"the cell's error does not match {pattern!r}: {error!r}"
+        if built.stored is not None:  # a folder from --storage that was refused left no part of it below
+            copied = sorted(path.name for path in workspace.out.rglob("2099-*"))
+            if copied:
+                return f"the refused stored folder was left below the log root: {copied}"
+        return None
+
+    return Expect(refused=False, failed=check, describe=f"the cell failed: exit 1, {what}")
 
 
 def refused_naming(pattern: str, forbidden: str, what: str) -> Expect:
@@ -99,14 +129,22 @@ class Built:
     swap: tuple[Path, Path, int] | None = None
     """(file, replacement, reads): the file is replaced by the replacement once it has been read that often."""
     planted: str | None = None
-    """The name of a planted run folder that the call must not take, and must name."""
+    """The name of a planted run folder that the call must not take, and must name (for an earlier bench row: the
+    run folder that row names, which a bench run again must not reuse)."""
     payload: str | None = None
     """Text of the payload that must not reach an output (best.yaml), or that a report must show."""
     names: tuple[str, ...] = ()
     """What a refusal's line must name besides the case's `names` (a path only the build knows)."""
     writes: tuple[str, ...] = ()
     """Workspace paths besides the log root and out folder that the call may write (export of a lone checkpoint
-    writes exported/ beside the file the command line named)."""
+    writes exported/ beside the file the command line named; a bench's `--storage`)."""
+    stored: tuple[Path, Path] | None = None
+    """(a crafted run folder, the `--storage` folder) for `bench --retries`: each cell's first attempt is lost with
+    its node, and meanwhile the folder appears in the storage as one that attempt sent; the retry reads it
+    (`security_harness.lose_first_attempt`)."""
+    unread: tuple[Path, ...] = ()
+    """Folders the call must not open a file in or list, links followed (`security_harness.ReadWatch`): where a
+    planted link points, a run folder outside the log root."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,6 +273,73 @@ def best_clean(
         return None
 
     return check
+
+
+def trained_again(reason: str | None, what: str) -> Expect:
+    """A bench run again over an earlier row of its cell did not reuse that row: the cell trained again, its row a
+    new completed training in a run folder under the log root (`<out>/runs`), not the one the planted row names;
+    with `reason`, a warning said why the row was not reused."""
+
+    def check(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:
+        row = _json(stdout)
+        if row is None:
+            return f"no JSON row on stdout: {stdout[-300:]!r}"
+        run_dir = row.get("run_dir")
+        if row.get("status") != "completed" or not isinstance(run_dir, str):
+            return f"the cell did not train again: {row.get('status')!r}, {row.get('error')!r}"
+        if run_dir == built.planted:
+            return f"the planted row was reused: {stdout[-300:]!r}"
+        if not Path(run_dir).is_relative_to(workspace.out / "runs"):
+            return f"the row names a run folder outside the log root: {run_dir!r}"
+        steps, final = row.get("env_steps"), row.get("final_return")
+        if type(steps) is not int or not (final is None or (isinstance(final, float) and math.isfinite(final))):
+            return f"the row holds the planted numbers: env_steps {steps!r}, final_return {final!r}"
+        if reason is not None and not re.search(reason, stderr):
+            return f"no warning says why the row was not reused ({reason!r}): {stderr[-300:]!r}"
+        return None
+
+    return safe(check, what)
+
+
+def reused(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:
+    """The bench reused the earlier row of its cell as it was: no training, the row names the planted run folder."""
+    row = _json(stdout)
+    if row is None:
+        return f"no JSON row on stdout: {stdout[-300:]!r}"
+    if row.get("run_dir") != built.planted or row.get("status") != "completed":
+        return f"the earlier row was not reused: {stdout[-300:]!r} (warnings: {stderr[-300:]!r})"
+    return None
+
+
+def started_over(attempts: int, what: str) -> Expect:
+    """A retry that was to go on from the folder planted in `--storage` ignored it: the cell's row is a training
+    completed on attempt `attempts`, from the start (its note names no run it resumed from)."""
+
+    def check(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:
+        row = _json(stdout)
+        if row is None:
+            return f"no JSON row on stdout: {stdout[-300:]!r}"
+        note = str(row.get("note"))
+        if row.get("status") != "completed" or row.get("attempts") != attempts:
+            return f"not completed on attempt {attempts}: {row.get('status')!r}, {row.get('error')!r}, {note!r}"
+        if "resumed from" in note or "resuming from --storage" in note:
+            return f"the retry went on from the planted folder, or tried to: {note!r}"
+        return None
+
+    return safe(check, what)
+
+
+def resumed_from_storage(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:
+    """The retry went on from the run folder in `--storage` (copied below the log root), at its listed iteration."""
+    row = _json(stdout)
+    if row is None:
+        return f"no JSON row on stdout: {stdout[-300:]!r}"
+    note = str(row.get("note"))
+    if row.get("status") != "completed" or row.get("attempts") != 2:
+        return f"not completed on attempt 2: {row.get('status')!r}, {row.get('error')!r}, {note!r}"
+    if not re.search(r"resumed from \S+/2099-01-01_00-00-\d\d_\w+ at iteration 1\b", note):
+        return f"the retry did not go on from the stored folder: {note!r}"
+    return None
 
 
 def nothing_more(workspace: Workspace, built: Built, stdout: str, stderr: str) -> str | None:

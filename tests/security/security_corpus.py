@@ -9,9 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 from security_builders import (
+    SENTINEL,
     agent_yaml,
+    agreeing,
     bench_spec,
     choice_outside,
+    earlier_row,
     escaped_name,
     genuine_lone_zip,
     hub,
@@ -19,7 +22,10 @@ from security_builders import (
     linked_folder,
     linked_part,
     linked_run,
+    listed,
+    listed_outside,
     looping_checkpoint,
+    move_out,
     outside_folder,
     pad,
     param_outside,
@@ -29,14 +35,19 @@ from security_builders import (
     planted_latest,
     planted_run,
     raw_config,
+    raw_manifest,
     raw_params,
     raw_spec,
     results,
+    run_linked_out,
+    run_moved_out,
     sb3_zip_alone,
     sb3_zip_in_run,
     set_key,
     shared_config,
+    stored_folder,
     study,
+    swap,
     swapped_checkpoint,
     tune_spec,
     value_of,
@@ -46,16 +57,23 @@ from security_cases import (
     REFUSED,
     Case,
     best_clean,
+    cell_failed,
     either,
     genuine_taken,
     no_terminal_controls,
     nothing_more,
     refused_naming,
     report_inert,
+    resumed_from_storage,
+    reused,
     safe,
+    started_over,
+    trained_again,
 )
 from security_harness import LIBRARIES, TASK, Workspace, last_checkpoint
 from security_payloads import alias_bomb, deep_json, deep_yaml
+
+from rlrun.reports.results import MAX_RESULTS_BYTES
 
 RUN_SURFACES = ("play", "export", "resume", "agent_config")
 """What a planted run's configuration reaches: playing it, exporting it, resuming it, training from its file."""
@@ -678,6 +696,177 @@ CASES: list[Case] = [
             ("control-characters", "torchrl", "row\x1b[2J\x1b]0;owned\x07 | split | cells"),
         )
     ),
+    # --- a bench's --storage, read back by a retry (rlrun.benching.stored, retries, cell._resume_from): the lost
+    # first attempt's folder is planted (see `stored_folder`); the retry ignores it or fails the cell in one line
+    Case(
+        "bench-retry-stored-checkpoint-climbs-out",
+        6,
+        "rsl_rl",
+        stored_folder("rsl_rl", listed_outside("rsl_rl", absolute=False)),
+        ("bench",),
+        started_over(2, "the retry starts over, and reads nothing outside"),
+        why="a stored run.json lists ../../../../../outside/model_0.pt: the retry would load a file outside",
+    ),
+    Case(
+        "bench-retry-stored-checkpoint-absolute",
+        6,
+        "rsl_rl",
+        stored_folder("rsl_rl", listed_outside("rsl_rl", absolute=True)),
+        ("bench",),
+        started_over(2, "the retry starts over, and reads nothing outside"),
+        why="a stored run.json lists a checkpoint by an absolute path outside",
+    ),
+    Case(
+        "bench-retry-stored-checkpoint-link-outside",
+        5,
+        "rsl_rl",
+        stored_folder("rsl_rl", move_out(last_checkpoint)),
+        ("bench",),
+        started_over(2, "the retry starts over, and reads nothing outside"),
+        why="the listed checkpoint in the storage is a link to a file outside",
+    ),
+    Case(
+        "bench-retry-stored-folder-link-outside",
+        5,
+        "rsl_rl",
+        stored_folder("rsl_rl", move_out(lambda run: run)),
+        ("bench",),
+        started_over(2, "the retry starts over, and reads nothing outside"),
+        why="the stored run folder is a link to a run folder outside",
+    ),
+    Case(
+        "bench-retry-stored-folder-holds-link",
+        5,
+        "rsl_rl",
+        stored_folder("rsl_rl", move_out(lambda run: run / "metrics.csv")),
+        ("bench",),
+        cell_failed(
+            r"^resuming from --storage: (UnsafeArchive: )?the stored run folder '[^']+' holds 'metrics\.csv', "
+            r"which is not a file or a folder",
+            "the retry refuses the folder in one line, having copied nothing",
+        ),
+        why="a stored run folder holds a link to a file outside, which the retry copies below the log root",
+    ),
+    *(
+        Case(
+            f"bench-retry-stored-{key.replace('_', '-')}-{name}",
+            6,
+            "rsl_rl",
+            stored_folder("rsl_rl", listed(text=swap(literal), **{key: SENTINEL})),
+            ("bench",),
+            started_over(2, "the retry starts over"),
+            why=f"a stored run.json lists the checkpoint's {key} as {literal[:12]}",
+        )
+        for key, name, literal in (
+            ("iteration", "infinity", "Infinity"),
+            ("iteration", "nan", "NaN"),
+            ("iteration", "1e999", "1e999"),
+            ("iteration", "huge", "1" + "0" * 30),
+            ("env_steps", "infinity", "Infinity"),
+            ("env_steps", "nan", "NaN"),
+        )
+    ),
+    Case(
+        "bench-retry-stored-run-json-list",
+        8,
+        "rsl_rl",
+        stored_folder(
+            "rsl_rl",
+            raw_manifest(lambda w, run: json.dumps(json.loads((run / "run.json").read_text())["checkpoints"])),
+        ),
+        ("bench",),
+        started_over(2, "the retry starts over"),
+        why="a stored run.json that is a list, not a mapping",
+    ),
+    Case(
+        "bench-retry-stored-run-json-not-utf8",
+        8,
+        "rsl_rl",
+        stored_folder(
+            "rsl_rl",
+            raw_manifest(lambda w, run: (run / "run.json").read_bytes().replace(b'"cpu"', b'"\xff\xfecpu"')),
+        ),
+        ("bench",),
+        started_over(2, "the retry starts over"),
+        why="bytes that are not UTF-8 in a stored run.json",
+    ),
+    Case(
+        "bench-retry-stored-run-json-python-tag",
+        8,
+        "rsl_rl",
+        stored_folder(
+            "rsl_rl",
+            raw_manifest(
+                lambda w, run: (
+                    "checkpoints: [{file: model_0.pt, iteration: 1, env_steps: 16}]\n"
+                    f"note: !!python/object/apply:os.makedirs [{str(w.marker)!r}]\n"
+                )
+            ),
+        ),
+        ("bench",),
+        started_over(2, "the retry starts over, and no tag is constructed"),
+        why="a stored run.json that is YAML with a Python tag",
+    ),
+    # --- an earlier bench's rows, read by the same bench run again (rlrun.benching.reuse): a row is reused only
+    # as far as its run folder vouches for it; else the cell trains again, with a warning that says why
+    Case(
+        "bench-reuse-row-run-folder-outside",
+        6,
+        "rsl_rl",
+        earlier_row("rsl_rl", run_moved_out),
+        ("bench",),
+        trained_again(r"is not reused: its run folder .* lies outside the bench's log root", "trains again"),
+        why="a results row names a run folder outside the log root, whose run.json would vouch for it",
+    ),
+    Case(
+        "bench-reuse-row-run-folder-link-outside",
+        5,
+        "rsl_rl",
+        earlier_row("rsl_rl", run_linked_out),
+        ("bench",),
+        trained_again(r"is not reused: its run folder .* lies outside the bench's log root", "trains again"),
+        why="a results row's run folder under the log root is a link to a folder outside",
+    ),
+    *(
+        Case(
+            f"bench-reuse-row-return-{name}",
+            6,
+            "rsl_rl",
+            earlier_row("rsl_rl", agreeing("final_return", literal), text=swap(literal)),
+            ("bench",),
+            trained_again(r"is not reused: its final return", "the cell trains again, and a warning says why"),
+            why=f"a results row's final_return {literal}, and its run.json's mean_return {literal} to vouch for it",
+        )
+        for name, literal in (("infinity", "Infinity"), ("1e999", "1e999"), ("nan", "NaN"))
+    ),
+    Case(
+        "bench-reuse-row-env-steps-string",
+        6,
+        "rsl_rl",
+        earlier_row("rsl_rl", agreeing("env_steps", '"16"'), text=swap('"16"')),
+        ("bench",),
+        trained_again(r"is not reused: its env steps", "the cell trains again, and a warning says why"),
+        why="a results row's env_steps a string, and its run.json's the same string",
+    ),
+    Case(
+        "bench-reuse-row-env-steps-5000-digits",
+        8,
+        "rsl_rl",
+        earlier_row("rsl_rl", lambda w, run, row: row.update(env_steps=SENTINEL), text=swap("9" * 5000)),
+        ("bench",),
+        trained_again(None, "the row is left out, and the cell trains again"),
+        why="a results row whose env_steps has 5,000 digits, past Python's int conversion limit",
+    ),
+    Case(
+        "bench-reuse-results-oversized",
+        8,
+        "rsl_rl",
+        earlier_row("rsl_rl", size=MAX_RESULTS_BYTES + 1),
+        ("bench",),
+        REFUSED,
+        names=("results.jsonl",),
+        why="a results.jsonl whose last line is 256 MiB long is read whole",
+    ),
     # --- 7. specs steer I/O and the network
     Case(
         "bench-spec-out-outside",
@@ -1033,6 +1222,24 @@ CONTROLS: list[Case] = [
             ("rl_games", (*CHECKPOINT_SURFACES, "agent_config")),
             ("torchrl", (*CHECKPOINT_SURFACES, "agent_config")),
         )
+    ),
+    Case(
+        "control-bench-retry-from-storage",
+        0,
+        "rsl_rl",
+        stored_folder("rsl_rl"),
+        ("bench",),
+        safe(resumed_from_storage, "the retry goes on from the genuine run folder in --storage"),
+        why="a control for the --storage cases: a retry does read the folder the lost attempt sent",
+    ),
+    Case(
+        "control-bench-earlier-row-reused",
+        0,
+        "rsl_rl",
+        earlier_row("rsl_rl"),
+        ("bench",),
+        safe(reused, "the genuine earlier row is reused as it is"),
+        why="a control for the earlier-row cases: a bench run again does reuse a row its run folder vouches for",
     ),
     Case(
         "control-genuine-sb3-zip-lone-file",

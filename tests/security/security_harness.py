@@ -13,8 +13,10 @@ A workspace is one `tmp_path` laid out so that every place a call may write is k
 say what a call changed. `Watchdog` stops a call that runs past its deadline or grows the process by gigabytes
 (a YAML alias bomb that is expanded), so a hang is a failure and not a hung suite. `SwapAfterReads` replaces a
 file after it has been opened k times (an audit hook), the way an attacker replaces a checkpoint between rlrun's check
-and the library's own load. The census helpers read the leak detector's snapshots through the noise that
-onnxruntime's telemetry threads make (as tests/test_bad_inputs.py does).
+and the library's own load; `ReadWatch` (the same hook) records every file a call opens or folder it lists in a
+place it must not read. `lose_first_attempt` stands in for a bench cell's first attempt, lost with its node while
+an attacker writes a run folder into the shared `--storage`. The census helpers read the leak detector's snapshots
+through the noise that onnxruntime's telemetry threads make (as tests/test_bad_inputs.py does).
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import os
 import re
 import shutil
 import signal
+import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +162,7 @@ class GenuineRuns:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._runs: dict[str, Path] = {}
+        self._benches: dict[str, Path] = {}
 
     def run(self, library: str) -> Path:
         """The run folder of `library`'s genuine run (do not change it: copy it, see `copy_run`)."""
@@ -178,6 +183,25 @@ class GenuineRuns:
             assert result.checkpoint is not None, f"the genuine {library} run saved no checkpoint"
             self._runs[library] = result.run_dir
         return self._runs[library]
+
+    def bench(self, library: str, spec: dict[str, Any]) -> Path:
+        """The out folder of a genuine bench of `spec` (one cell of `library`), run on first use (`spec` is the same
+        at every call for a library; do not change the folder: copy it). The folder is named `out`, as a case's, so
+        that its run folders lie where a case's bench puts them (`<out>/runs/<library>/out/...`)."""
+        if library not in self._benches:
+            import json
+
+            import rlrun
+            from rlrun.benching import load_spec
+
+            folder = self.root / f"bench-{library}"
+            folder.mkdir(parents=True)
+            path = folder / "bench.yaml"
+            path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML
+            result = rlrun.bench(load_spec(path, out=str(folder / "out")))
+            assert result.completed == 1, f"the genuine {library} bench did not complete: {result.rows}"
+            self._benches[library] = result.out
+        return self._benches[library]
 
 
 def copy_run(genuine: Path, logs: Path, library: str, name: str | None = None, experiment: str = EXPERIMENT) -> Path:
@@ -259,21 +283,38 @@ class Watchdog:
                 signal.pthread_kill(self._main, signal.SIGALRM)
 
 
-# --- replacing a file between two reads ---------------------------------------------------------------------
+# --- replacing a file between two reads, and watching what a call reads -------------------------------------
 
 _SWAPS: list[SwapAfterReads] = []
 """The swaps armed now (the audit hook below reads them; an audit hook cannot be removed, so there is one)."""
+_WATCHES: list[ReadWatch] = []
+"""The read watches armed now."""
+_HOOKED = False
+_READS = ("open", "os.listdir", "os.scandir")
+"""The audit events of a file opened (`open()`, `os.open`) or a folder listed."""
 
 
 def _on_audit(event: str, args: tuple[Any, ...]) -> None:
-    if event != "open" or not _SWAPS or not isinstance(args[0], str | bytes | os.PathLike):
+    if event not in _READS or not (_SWAPS or _WATCHES) or not args:
+        return
+    if not isinstance(args[0], str | bytes | os.PathLike):
         return
     try:
         opened = os.path.realpath(os.fsdecode(args[0]))
     except (TypeError, ValueError, OSError):
         return
-    for swap in list(_SWAPS):
-        swap.opening(opened)
+    for watch in list(_WATCHES):
+        watch.reading(event, opened)
+    if event == "open":
+        for swap in list(_SWAPS):
+            swap.opening(opened)
+
+
+def _hook() -> None:
+    global _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_on_audit)
+        _HOOKED = True
 
 
 class SwapAfterReads:
@@ -282,8 +323,6 @@ class SwapAfterReads:
     it again. The opens are seen through a Python audit hook ("open": every `open()` and `os.open`), in the
     thread that opens, so the swap lands exactly between two opens; the hook is inert outside this block."""
 
-    _hooked = False
-
     def __init__(self, path: Path, replacement: Path, reads: int) -> None:
         self.path, self.replacement, self.reads = path, replacement, reads
         self.target = os.path.realpath(path)
@@ -291,11 +330,7 @@ class SwapAfterReads:
         self.swapped = threading.Event()
 
     def __enter__(self) -> SwapAfterReads:
-        if not SwapAfterReads._hooked:
-            import sys
-
-            sys.addaudithook(_on_audit)
-            SwapAfterReads._hooked = True
+        _hook()
         _SWAPS.append(self)
         return self
 
@@ -309,6 +344,63 @@ class SwapAfterReads:
             os.replace(self.replacement, self.path)
             self.swapped.set()
         self.opens += 1
+
+
+class ReadWatch:
+    """Records each file opened and each folder listed under `folders` (links followed) while the block runs, in
+    any thread (the audit hook above: `open()`, `os.open`, `os.listdir`, `os.scandir`): a call that refuses or
+    ignores a link to outside, or a run folder outside the log root, must not have read it first. A `stat` is no
+    read (a check that a path is a file, or where a link points, is how a call finds out it must not read it)."""
+
+    def __init__(self, folders: Iterable[Path]) -> None:
+        self.folders = tuple(os.path.realpath(folder) for folder in folders)
+        self.reads: list[str] = []
+
+    def __enter__(self) -> ReadWatch:
+        _hook()
+        _WATCHES.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _WATCHES.remove(self)
+
+    def reading(self, event: str, path: str) -> None:
+        if any(path == folder or path.startswith(folder + os.sep) for folder in self.folders):
+            self.reads.append(f"{event} {path}")
+
+
+# --- a bench cell's attempt lost with its node ----------------------------------------------------------------
+
+STORED_AT = "2099-01-01_00-00-{n:02d}_{key}"
+"""The name a run folder planted in `--storage` takes: a cell's (`<time>_<key>`), newer than any real one."""
+
+
+def lose_first_attempt(folder: Path, storage: Path) -> Callable[..., dict[str, Any]]:
+    """A stand-in for `rlrun.benching.run.run_cell` (what `rlrun bench` runs per cell) for `bench --retries N
+    --storage STORAGE`: each cell's first attempt is lost with its node (its row is a failed one, as a dead
+    worker's is, and it leaves nothing under the log root), and meanwhile an attacker who shares the storage writes
+    `folder` (a run folder or a link, copied as it is) where that attempt would have sent its run folder:
+    `<storage>/<library>/<experiment>/<STORED_AT>`. The retry reads it back as the attempt's (`retries.retry`,
+    `rlrun.benching.stored`); every later attempt is the real `run_cell`. A call run twice plants a newer copy."""
+    import shutil
+
+    from rlrun.benching.cell import experiment_parts, run_cell
+
+    planted = [0]
+
+    def run(cell: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if cell.attempt > 1:
+            return run_cell(cell, *args, **kwargs)
+        target = storage.joinpath(*experiment_parts(cell), STORED_AT.format(n=planted[0], key=cell.key))
+        planted[0] += 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if folder.is_symlink():
+            os.symlink(os.readlink(folder), target)
+        else:
+            shutil.copytree(folder, target, symlinks=True)
+        return cell.row(status="failed", error="worker died: the corpus lost this attempt's node", wall_s=0.0)
+
+    return run
 
 
 # --- the leak detector's census, through onnxruntime's noise (as in tests/test_bad_inputs.py) ---------------

@@ -8,15 +8,19 @@ through every command it reaches, in-process through `rlrun.main`. Each run must
     path at fault (`Case.names`) and nothing in the workspace changed, or exit 0 with the case's safe outcome
     (see `security_cases`); never a traceback or another exit code;
 (c) write nothing outside the log root and the out folder (the inputs, the planted links' targets and the
-    working directory are compared entry by entry before and after);
+    working directory are compared entry by entry before and after), and read nothing in the folders the case
+    names `unread` (an audit hook sees each file opened and folder listed);
 (d) leave the process as it was: the leak detector's census is compared around the call, and no module the
     payload names was imported.
 
 `CONTROLS` run the untouched genuine runs through the same commands and must succeed, so that a refusal in the
 corpus is the crafted file's doing, not the harness's. The calls run in-process under a watchdog (a hang or a
 memory blow-up fails the case instead of the suite); the two Ray-address cases run in a child process, since
-what they do when not refused is wait minutes for a cluster. With RLRUN_SECURITY_LOG=<file>, each call's exit
-code and stderr are appended to that file as JSON lines (to see why a case passes).
+what they do when not refused is wait minutes for a cluster. A case that plants a run folder in a bench's
+`--storage` loses each cell's first attempt (`security_harness.lose_first_attempt`, in place of `run_cell`), so
+that the retry reads the planted folder as the lost attempt's, through the real `rlrun bench`. With
+RLRUN_SECURITY_LOG=<file>, each call's exit code and stderr are appended to that file as JSON lines (to see why
+a case passes).
 """
 
 from __future__ import annotations
@@ -37,12 +41,14 @@ from security_corpus import CASES, CONTROLS
 from security_harness import (
     LIBRARIES,
     RanAway,
+    ReadWatch,
     SwapAfterReads,
     Watchdog,
     Workspace,
     changes,
     is_noise,
     leaks_since,
+    lose_first_attempt,
     tree,
 )
 from security_surfaces import SURFACES
@@ -115,14 +121,20 @@ def test_crafted_file(case: Case, surface: str, genuine, tmp_path: Path, capsys,
     built = case.build(workspace, genuine)
     argv = SURFACES[surface](workspace, case, built)
     monkeypatch.chdir(workspace.cwd)  # a relative path the call writes would land here and be seen
+    if built.stored is not None:
+        import rlrun.benching.run
+
+        monkeypatch.setattr(rlrun.benching.run, "run_cell", lose_first_attempt(*built.stored))
     before_tree = tree(workspace.root)
     imported_before = {name for name in case.modules if name in sys.modules}
     capsys.readouterr()
 
-    if case.isolated:
-        code, out, err, shown, leaks = _in_child(argv, workspace, case.deadline)
-    else:
-        code, out, err, shown, leaks = _in_process(argv, built, case.deadline, capsys)
+    assert not (case.isolated and (built.unread or built.stored)), "a child process is not watched"
+    with ReadWatch(built.unread) as reads:
+        if case.isolated:
+            code, out, err, shown, leaks = _in_child(argv, workspace, case.deadline)
+        else:
+            code, out, err, shown, leaks = _in_process(argv, built, case.deadline, capsys)
     _log(case, surface, code, err, shown)
 
     after_tree = tree(workspace.root)
@@ -138,6 +150,7 @@ def test_crafted_file(case: Case, surface: str, genuine, tmp_path: Path, capsys,
     kept = ("logs", "out", *built.writes)
     outside = [line for line in changed if not _under(line.split(" ", 1)[1], kept)]
     assert not outside, f"the call changed files outside the log root and out folder: {outside[:10]}\n{report}"
+    assert not reads.reads, f"the call read where it must not: {reads.reads[:10]}\n{report}"
     # (b) the outcome the case expects, in one line or safely
     assert "Traceback" not in err, report
     expect = case.expect
@@ -159,6 +172,9 @@ def test_crafted_file(case: Case, surface: str, genuine, tmp_path: Path, capsys,
         assert expect.safe is not None, f"exit 0, but the case expects {expect}\n{report}"
         problem = expect.safe(workspace, built, out, "\n".join(filter(None, (err, shown))))
         assert problem is None, f"exit 0 and {problem}\n{report}"
+    elif code == 1 and expect.failed is not None:  # a bench whose cell failed: the row says why, in one line
+        problem = expect.failed(workspace, built, out, "\n".join(filter(None, (err, shown))))
+        assert problem is None, f"exit 1 and {problem}\n{report}"
     else:
         pytest.fail(f"the case expects {expect}, and the call ended otherwise\n{report}")
     # (d) the caller's process is as it was
