@@ -1,14 +1,14 @@
-"""Env-only throughput of Gymnasium MuJoCo ids through rlrun's own env: EnvPool against SyncVectorEnv and
+"""Env-only throughput of Gymnasium MuJoCo and Atari ids through rlrun's own env: EnvPool against SyncVectorEnv and
 AsyncVectorEnv.
 
-For each task (HalfCheetah-v5, Hopper-v5) and size (8, 16, 64 envs), the three envs are built once by
-`rlrun.envs.make_env` (`--vectorization envpool`, `sync`, `async`: the torch env every library steps), reset and
-warmed up; then EnvPool and each Gymnasium env alternate (see `alternating.py`) over `--pairs` pairs, each side
-stepping `--env_steps` env-steps with random actions drawn before timing. A pair's ratio is the Gymnasium env's
-time over EnvPool's: how many times faster EnvPool is. Goals against SyncVectorEnv: >= 1.7x at 16 envs and >= 2x
-at 64 (8 envs, and AsyncVectorEnv, are context: their goal is 1x). Atari is not measured: rlrun's Gymnasium has
-no ALE ids here. `--e2e N` also alternates whole RSL-RL PPO trainings of N iterations at 16 envs, sync against
-envpool, timed by their own steps/s (goal >= 1.3x).
+For each task (HalfCheetah-v5, Hopper-v5, ALE/Pong-v5 with the standard Atari preprocessing) and size (8, 16, 64
+envs), the three envs are built once by `rlrun.envs.make_env` (`--vectorization envpool`, `sync`, `async`: the torch
+env every library steps), reset and warmed up; then EnvPool and each Gymnasium env alternate (see `alternating.py`)
+over `--pairs` pairs, each side stepping `--env_steps` env-steps with random actions drawn before timing. A pair's
+ratio is the Gymnasium env's time over EnvPool's: how many times faster EnvPool is. Goals against SyncVectorEnv: >=
+1.7x at 16 envs and >= 2x at 64 (8 envs, and AsyncVectorEnv, are context: their goal is 1x). `--e2e N` also
+alternates whole PPO trainings of N iterations at 16 envs, sync against envpool, timed by their own steps/s (goal >=
+1.3x): RSL-RL's on MuJoCo, SB3's CNN policy on Atari (the library with an image policy).
 
     python benchmarks/envpool_throughput.py [--pairs 5] [--env_steps 20000] [--tasks Hopper-v5] [--sizes 16 64]
         [--no_async] [--e2e ITERATIONS] [--save [PATH]]
@@ -22,14 +22,16 @@ import sys
 import tempfile
 from collections.abc import Callable
 
+import gymnasium
 import torch
 
 import results as records
 import rlrun
 from alternating import Summary, alternate, print_table, timed
 from rlrun.envs import make_env
+from rlrun.envs.atari import is_atari
 
-TASKS = ("HalfCheetah-v5", "Hopper-v5")
+TASKS = ("HalfCheetah-v5", "Hopper-v5", "ALE/Pong-v5")
 SIZES = (8, 16, 64)
 GOALS = {16: 1.7, 64: 2.0}
 """Goals of EnvPool / SyncVectorEnv by number of envs; other sizes and AsyncVectorEnv are context (1x)."""
@@ -48,7 +50,11 @@ def stepper(env, num_envs: int, env_steps: int) -> Callable[[], float]:
     """A side: step `env` for `env_steps` env-steps with pre-drawn random actions; return the seconds it took."""
     steps = max(env_steps // num_envs, 1)
     generator = torch.Generator().manual_seed(0)
-    actions = torch.rand(steps, *env.action_space.shape, generator=generator) * 2 - 1
+    space = env.single_action_space
+    if isinstance(space, gymnasium.spaces.Discrete):
+        actions = torch.randint(int(space.n), (steps, num_envs), generator=generator)
+    else:
+        actions = torch.rand(steps, *env.action_space.shape, generator=generator) * 2 - 1
     for t in range(WARMUP_STEPS):
         env.step(actions[t % steps])
 
@@ -96,16 +102,21 @@ def measure(task: str, num_envs: int, pairs: int, env_steps: int, with_async: bo
             env.close()
 
 
+def library_of(task: str) -> str:
+    """The library whose PPO the end-to-end comparison trains on `task`: SB3's CNN policy on Atari, else RSL-RL."""
+    return "sb3" if is_atari(task) else "rsl_rl"
+
+
 def training(task: str, num_envs: int, iterations: int, vectorization: str) -> Callable[[], float]:
-    """A side of the end-to-end comparison: an RSL-RL PPO training on `task`; returns its training seconds (env
-    steps over rlrun's steps/s, without the call's setup)."""
+    """A side of the end-to-end comparison: a PPO training on `task` (`library_of`); returns its training seconds
+    (env steps over rlrun's steps/s, without the call's setup)."""
 
     def run() -> float:
         with tempfile.TemporaryDirectory() as root:
             result = rlrun.train(
                 rlrun.TrainRequest(
                     task=task,
-                    library="rsl_rl",
+                    library=library_of(task),
                     num_envs=num_envs,
                     max_iterations=iterations,
                     seed=0,
@@ -119,10 +130,11 @@ def training(task: str, num_envs: int, iterations: int, vectorization: str) -> C
 
 
 def end_to_end(task: str, num_envs: int, iterations: int, pairs: int) -> Summary:
-    """EnvPool against SyncVectorEnv in whole PPO trainings (RSL-RL): the ratio of their training times."""
+    """EnvPool against SyncVectorEnv in whole PPO trainings (`library_of`): the ratio of their training times."""
     sync, pool = training(task, num_envs, iterations, "sync"), training(task, num_envs, iterations, "envpool")
     sync(), pool()  # warm-up: imports, file cache
-    print(f"{task}, {num_envs} envs: RSL-RL PPO, {iterations} iterations, sync / envpool training time", flush=True)
+    said = f"{task}, {num_envs} envs: {library_of(task)} PPO, {iterations} iterations, sync / envpool training time"
+    print(said, flush=True)
     return alternate(pairs, sync, pool, names=("sync", "envpool"), goal=E2E_GOAL, unit="x", digits=2)
 
 
@@ -163,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             task, num_envs, other = row.split()
             label = f"EnvPool / {other.capitalize()}VectorEnv env-only steps/s, {task}, {num_envs} envs"
             if other == "ppo":
-                label = f"EnvPool / SyncVectorEnv RSL-RL PPO training steps/s, {task}, {num_envs} envs"
+                label = f"EnvPool / SyncVectorEnv {library_of(task)} PPO training steps/s, {task}, {num_envs} envs"
             if isinstance(result, Summary):
                 record.add_summary(label, result, unit="x", digits=2)
         record.save(args.save)

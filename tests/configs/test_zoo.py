@@ -118,6 +118,22 @@ def test_what_rlrun_does_not_apply_is_refused_by_name():
         zoo.to_rlrun("sac", {"train_freq": [1, "episode"]}, {}, sb3.env_steps_per_iteration, "entry")
 
 
+def test_an_atari_id_takes_rl_zoos_atari_entry_with_its_wrapping_as_rlruns_atari_task():
+    """RL Zoo's atari entry names SB3's AtariWrapper and a 4-frame stack: rlrun's Atari task is both, less the
+    reward clipping (`clip_reward`) and the end of an episode at a lost life (the note says so)."""
+    config, source, notes = start("ppo", "ALE/Breakout-v5", atari=True)  # as the api says
+    assert notes == []
+    assert source["from"] == "rl_zoo3" and source["entry"] == "atari" and "lost life" in source["note"]
+    assert config["policy"] == "CnnPolicy" and config["clip_reward"] is True
+    assert config["policy_kwargs"]["net_arch"] == []  # SB3's own for its NatureCNN, not rlrun's MLP [64, 64]
+    assert config["num_envs"] == 8 and config["n_steps"] == 128 and config["learning_rate"] == "lin_2.5e-4"
+    assert "env_wrapper" not in config and "frame_stack" not in config
+    assert config["max_iterations"] == math.ceil(1e7 / (8 * 128))
+    other = {"env_wrapper": ["mine.Wrapper"], "frame_stack": 4, "policy": "CnnPolicy"}
+    with pytest.raises(zoo.ZooRefused, match="env_wrapper"):  # any other wrapping stays refused
+        zoo.to_rlrun("ppo", zoo._atari(dict(other)), {}, sb3.env_steps_per_iteration, "entry")
+
+
 def test_rlruns_tuned_config_a_file_and_no_rl_zoo3_keep_the_old_defaults(tmp_path, monkeypatch):
     _, tuned, _ = start("sac", "rlrun/Pendulum-v1")
     assert tuned == {"from": "rlrun", "path": "sb3/sac/rlrun/Pendulum-v1.yaml"}

@@ -514,3 +514,20 @@ def test_a_zip_saved_by_sb3_itself_plays_resumes_and_exports_and_a_misfit_is_one
     assert rlrun.main([*argv, *TINY_PPO]) == 2  # another task's spaces
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "does not fit" in line and "observation_space" in line
+
+
+def test_clip_reward_gives_sb3_the_signs_and_keeps_the_episode_returns_the_envs_own():
+    """As SB3's `AtariWrapper` inside RL Zoo's `Monitor`: the agent learns from signs, the returns stay scores."""
+    out = {}
+    for clip in (True, False):
+        vec_env = sb3.Sb3VecEnv(make_env("rlrun/Pendulum-v1", 2, env_kwargs={"max_episode_steps": 3}), clip_reward=clip)
+        vec_env.seed(0)
+        vec_env.reset()
+        steps = [vec_env.step(np.ones((2, 1), dtype=np.float32)) for _ in range(3)]
+        vec_env.close()
+        out[clip] = np.stack([rewards for _, rewards, _, _ in steps]), steps[-1][3]
+    (clipped, clipped_infos), (plain, plain_infos) = out[True], out[False]
+    assert np.any(plain % 1 != 0) and np.all(plain < 0)  # Pendulum's fractional costs
+    np.testing.assert_array_equal(clipped, np.sign(plain))
+    for clipped_info, plain_info, returns in zip(clipped_infos, plain_infos, plain.sum(axis=0), strict=True):
+        assert clipped_info["episode"]["r"] == plain_info["episode"]["r"] == pytest.approx(returns)

@@ -35,9 +35,7 @@ def test_the_suites_name_their_tasks_and_budgets():
     assert list(suites()) == ["classic", "mujoco", "atari-5"]
     atari = suite("atari-5")
     assert [t.task for t in atari.tasks] == [f"ALE/{game}-v5" for game in ATARI_5]
-    assert {t.env_steps for t in atari.tasks} == {10_000_000} and {t.install for t in atari.tasks} == {
-        "gymnasium[atari]"
-    }
+    assert {t.env_steps for t in atari.tasks} == {10_000_000} and {t.install for t in atari.tasks} == {"rlrun[atari]"}
     mujoco = suite("MuJoCo")
     assert [t.task for t in mujoco.tasks] == ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5", "Humanoid-v5"]
     classic = suite("classic")

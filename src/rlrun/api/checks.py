@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 
 from rlrun.api.requests import VECTORIZATION_MODES, TaskRequest
 from rlrun.errors import InvalidArgument, MissingDependency, did_you_mean
-from rlrun.hermetic import Call
 
 RequestT = TypeVar("RequestT", bound=TaskRequest)
 
@@ -162,22 +161,6 @@ def check_common(request: TaskRequest) -> None:
             )
     if isinstance(request.overrides, str):
         raise InvalidArgument("overrides must be a sequence of 'agent.key=value' strings, not one string.")
-
-
-def resolve_vectorization(call: Call, task: str, vectorization: str, environment: dict[str, Any], video: bool) -> str:
-    """The vectorization the call runs `task` with: `envpool` checked whole (installed, the id covered, every
-    `env.` key taken, no video), `auto` settled to `envpool` where that passes, else `sync`. EnvPool is imported
-    here, with the call's imports (its import registers exit hooks)."""
-    if vectorization not in ("envpool", "auto"):
-        return vectorization
-    from rlrun.envs.envpool import IMPORTS, check_envpool, envpool_usable
-
-    if vectorization == "envpool":
-        check_envpool(task, environment, video=video)
-    elif not envpool_usable(task, environment, video=video):
-        return "sync"
-    call.import_modules(IMPORTS)
-    return "envpool"
 
 
 def resolve_device(device: str | None) -> str:

@@ -30,7 +30,6 @@ from rlrun.api.checks import (
     pick_threads,
     resolve_device,
     resolve_seed,
-    resolve_vectorization,
 )
 from rlrun.api.imports import (
     EXPORT_IMPORTS,
@@ -63,7 +62,7 @@ from rlrun.configs.fitting import fit_minibatch
 from rlrun.configs.provenance import ran
 from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, UserError, did_you_mean
 from rlrun.hermetic import Call
-from rlrun.libraries import Library, check_installed, get_library, libraries_for, load_adapter
+from rlrun.libraries import Library, check_installed, check_sees, get_library, libraries_for, load_adapter
 from rlrun.libraries.base import minibatch_keys
 
 Early = Callable[[Target], None]
@@ -223,7 +222,7 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
         env_config=environment,
         num_envs=request.num_envs or 4,
         seed=resolve_seed(request.seed, None),
-        vectorization=resolve_vectorization(call, task, request.vectorization, environment, request.video),
+        vectorization=_vectorization(call, task, request, environment),
         video=request.video,
         video_length=request.video_length,
         threads=pick_threads(request.threads, request.num_envs or 4),
@@ -236,6 +235,13 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
 # --- what the plans share -----------------------------------------------------------------------------------
 
 
+def _vectorization(call: Call, task: str, request: TaskRequest, environment: dict[str, Any]) -> str:
+    from rlrun.envs.envpool import resolve_vectorization
+
+    vectorization, video = request.vectorization, request.video
+    return resolve_vectorization(task, vectorization, environment, video=video, import_modules=call.import_modules)
+
+
 def _task_fields(
     call: Call, target: Target, request: TaskRequest, environment: dict[str, Any], num_envs: int, seed: int
 ) -> dict[str, Any]:
@@ -246,7 +252,7 @@ def _task_fields(
         env_config=environment,
         num_envs=num_envs,
         seed=seed,
-        vectorization=resolve_vectorization(call, target.task, request.vectorization, environment, request.video),
+        vectorization=_vectorization(call, target.task, request, environment),
         video=request.video,
         video_length=request.video_length,
         threads=pick_threads(request.threads, num_envs),
@@ -304,6 +310,7 @@ def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> 
 
 def _choose_library(call: Call, task: str, name: str | None) -> Library:
     from rlrun.envs import NATIVE_TASKS
+    from rlrun.envs.atari import is_atari
 
     if name is not None:
         library = get_library(name)
@@ -319,12 +326,13 @@ def _choose_library(call: Call, task: str, name: str | None) -> Library:
             ) from None
     else:
         space = _probe_action_space(call, task)
-        candidates = [get_library(n) for n in libraries_for(space)]
+        candidates = [get_library(n) for n in libraries_for(space, images=is_atari(task))]
         installed = [library for library in candidates if library.installed]
         if not installed:
             hint = f"install one of: {', '.join(c.install_hint for c in candidates)}" if candidates else ""
             raise UnsupportedTask(f"no installed library can act in {task}'s {space} action space; {hint}".rstrip())
         library = installed[0]
+    check_sees(library, task, is_atari(task))
     check_installed(library)
     return library
 

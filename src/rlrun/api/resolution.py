@@ -19,6 +19,7 @@ from rlrun import configs, runs
 from rlrun.api.checks import jax_has_cuda
 from rlrun.api.requests import LibraryRequest
 from rlrun.configs.checks import check_value
+from rlrun.envs.atari import is_atari
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call
 from rlrun.libraries import LIBRARIES, Library, check_installed, load_adapter
@@ -165,8 +166,9 @@ def early(
             # RL Zoo's entry (SB3 on a Gymnasium id) mapped for its keys only, with any step count (the sb3 adapter's
             # imports SB3); planning maps and checks it in full, and says once if it refuses it.
             with warnings.catch_warnings(action="ignore"):
+                task, one = target.task, lambda c, n: 1
                 agent, _ = configs.starting_config(
-                    library.name, algorithm, target.task, path=agent_config, steps_per_iteration=lambda c, n: 1
+                    library.name, algorithm, task, path=agent_config, steps_per_iteration=one, atari=is_atari(task)
                 )
             configs.apply_overrides(agent, scoped["agent"], scope="agent")
 
@@ -238,6 +240,7 @@ def resolve_configs(
             target.task,
             path=agent_config,
             steps_per_iteration=target.adapter.env_steps_per_iteration,
+            atari=is_atari(target.task),
         )
     check_code(target, agent, str(source.get("path") or "the agent configuration"))
     merged = configs.apply_overrides(agent, scoped["agent"], scope="agent")

@@ -21,9 +21,10 @@ from rlrun import rollout, runs
 from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
 from rlrun.api.requests import PlayResult
 from rlrun.api.resolution import env_errors
+from rlrun.envs.contract import is_image
 from rlrun.errors import UnsupportedTask, UserError
 from rlrun.hermetic import Call, fresh_torch_state
-from rlrun.libraries import libraries_for
+from rlrun.libraries import check_sees, libraries_for
 from rlrun.libraries.base import PlayJob
 from rlrun.progress import Progress
 
@@ -327,7 +328,9 @@ def _make_env(plan: TaskPlan) -> TorchVectorEnv:
         )
     try:
         if isinstance(plan, LibraryPlan):
-            _check_acts(plan, type(env.single_action_space).__name__)
+            images = is_image(env.single_observation_space)
+            check_sees(plan.library, plan.task, images)
+            _check_acts(plan, type(env.single_action_space).__name__, images)
         if plan.video and env.render_mode != "rgb_array":
             raise UnsupportedTask(
                 f"{plan.task} does not render rgb_array images, so it cannot be recorded; drop --video."
@@ -339,12 +342,12 @@ def _make_env(plan: TaskPlan) -> TorchVectorEnv:
         raise
 
 
-def _check_acts(plan: LibraryPlan, space: str) -> None:
+def _check_acts(plan: LibraryPlan, space: str, images: bool) -> None:
     supported = plan.adapter.ALGORITHMS[plan.algorithm]
     if space in supported:
         return
     others = [name for name, spaces in plan.adapter.ALGORITHMS.items() if space in spaces]
-    able = [name for name in libraries_for(space) if name != plan.library.name]
+    able = [name for name in libraries_for(space, images=images) if name != plan.library.name]
     ways = [f"--algorithm {name}" for name in others] + [f"--library {name}" for name in able]
     raise UnsupportedTask(
         f"{plan.library.name} {plan.algorithm} cannot act in {plan.task}'s {space} action space "

@@ -16,6 +16,7 @@ def starting_config(
     *,
     path: str | None = None,
     steps_per_iteration: Callable[[dict[str, Any], int], int] | None = None,
+    atari: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The agent configuration a training starts from, before overrides, and where it came from.
 
@@ -23,7 +24,8 @@ def starting_config(
     rl_zoo3 installed, RL Zoo's tuned entry for the task (`rlrun.configs.zoo`, mapped with the adapter's
     `steps_per_iteration`); rlrun's default for the algorithm. The second value, recorded in run.json as
     `agent_config`, says which: `{"from": "file" | "rlrun" | "rl_zoo3", "path": ...}` (RL Zoo's also names
-    its `entry` and `version`, and a refused RL Zoo entry leaves a `note` beside rlrun's default).
+    its `entry` and `version`, and a refused RL Zoo entry leaves a `note` beside rlrun's default). An `atari`
+    task (the caller knows: `rlrun.envs.atari.is_atari`) takes RL Zoo's `atari` entry.
     """
     shipped = load_agent_config(library, algorithm, task)
     if path is not None:
@@ -34,7 +36,8 @@ def starting_config(
         return shipped, source
     from rlrun.configs import zoo
 
-    found = zoo.entry(algorithm, task)
+    name = zoo.ATARI_ENTRY if atari else task
+    found = zoo.entry(algorithm, name)
     if found is None:
         return shipped, source
     file, hyper = found
@@ -48,4 +51,7 @@ def starting_config(
         # One line (no source line under it), and no `__warningregistry__` written into a module.
         warnings.warn_explicit(note, UserWarning, "rlrun", 0)
         return shipped, {**source, "note": note}
-    return config, {"from": "rl_zoo3", "path": str(file), "entry": task, "version": zoo.version()}
+    source = {"from": "rl_zoo3", "path": str(file), "entry": name, "version": zoo.version()}
+    if name == zoo.ATARI_ENTRY:
+        source["note"] = zoo.ATARI_NOTE
+    return config, source

@@ -13,7 +13,12 @@ configuration for, starts from RL Zoo's entry mapped to rlrun's sb3 layout:
   set are SB3's own defaults, as in RL Zoo's benchmark: rlrun's default configuration, whose values are SB3's
   except those in `SB3_DEFAULTS`, so that `agent.` overrides can still set any of them;
 - what rlrun does not apply (`normalize`, `frame_stack`, `env_wrapper`, callbacks, ...) refuses the entry by
-  name (`ZooRefused`): the caller then keeps rlrun's own configuration and says why in one line.
+  name (`ZooRefused`): the caller then keeps rlrun's own configuration and says why in one line;
+- an Atari id takes RL Zoo's `atari` entry, as RL Zoo does. Its `AtariWrapper` and `frame_stack: 4` are what
+  rlrun's Atari task already is (`rlrun.envs.atari`: frame skip with max-pooling, no-op starts, 84x84 grayscale,
+  4 frames stacked), less two training aids, mapped to the sb3 adapter's `clip_reward: true` (the agent learns
+  from reward signs; returns stay game scores); RL Zoo's end of a training episode at each lost life is not
+  applied (the note in run.json says so).
 
 The YAML is read from the installed package's folder, found without importing `rl_zoo3` (which imports
 SB3, Gymnasium and its own env registrations).
@@ -49,6 +54,13 @@ NOT_APPLIED = {
     "n_eval_envs": "evaluation envs",
 }
 """RL Zoo keys that rlrun does not apply -> what they ask for (an entry holding one is refused by name)."""
+ATARI_ENTRY = "atari"
+"""The key of RL Zoo's entry for every Atari id."""
+ATARI_WRAPPER = "stable_baselines3.common.atari_wrappers.AtariWrapper"
+ATARI_NOTE = (
+    "RL Zoo's atari entry wraps each env in SB3's AtariWrapper; rlrun's Atari task has its preprocessing and "
+    "clip_reward: true its reward clipping, but an episode is a whole game (AtariWrapper ends one at each lost life)."
+)
 NN_MODULES = ("nn", "th.nn", "torch.nn")
 """How RL Zoo's policy_kwargs name `torch.nn` (`nn.ReLU`, `th.nn.Tanh`)."""
 
@@ -74,8 +86,9 @@ def hyperparams_file(algorithm: str) -> Path | None:
     return None
 
 
-def entry(algorithm: str, task: str) -> tuple[Path, dict[str, Any]] | None:
-    """RL Zoo's tuned entry for `task` (an exact Gymnasium id) and the file it is in, or None."""
+def entry(algorithm: str, name: str) -> tuple[Path, dict[str, Any]] | None:
+    """RL Zoo's tuned entry `name` (an exact Gymnasium id, or `ATARI_ENTRY` for an Atari id, its wrapping mapped
+    as the module docstring says) and the file it is in, or None."""
     import copy
 
     from rlrun.configs.loading import parsed_yaml
@@ -84,8 +97,26 @@ def entry(algorithm: str, task: str) -> tuple[Path, dict[str, Any]] | None:
     if path is None:
         return None
     table = parsed_yaml(path) or {}
-    found = table.get(task)
-    return (path, copy.deepcopy(dict(found))) if isinstance(found, Mapping) else None
+    found = table.get(name)
+    if not isinstance(found, Mapping):
+        return None
+    hyper = copy.deepcopy(dict(found))
+    if name == ATARI_ENTRY:
+        hyper = _atari(hyper)
+    return path, hyper
+
+
+def _atari(hyper: dict[str, Any]) -> dict[str, Any]:
+    """RL Zoo's atari entry with its AtariWrapper and 4-frame stack taken as rlrun's Atari task (left in place,
+    and so refused, if it asks for anything else)."""
+    wrapper = hyper.get("env_wrapper")
+    wrappers = wrapper if isinstance(wrapper, list) else [wrapper]
+    if wrappers == [ATARI_WRAPPER] and hyper.get("frame_stack") == 4:
+        del hyper["env_wrapper"], hyper["frame_stack"]
+        hyper["clip_reward"] = True
+        if hyper.get("policy") == "CnnPolicy" and "policy_kwargs" not in hyper:
+            hyper["policy_kwargs"] = {"net_arch": []}  # SB3's own for NatureCNN, not rlrun's MLP default
+    return hyper
 
 
 def version() -> str | None:

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 class TorchVectorEnv(Protocol):
     """`num_envs` environments stepped together in torch on `device`, restarted in the step their episode ends.
 
-    `step` returns `(obs, reward, terminated, truncated, info)`: observations `[num_envs, *obs_shape]` float32
-    (of the new episode where one ended), reward float32, terminated and truncated bool, each `[num_envs]`, and
+    `step` returns `(obs, reward, terminated, truncated, info)`: observations `[num_envs, *obs_shape]` float32, or
+    uint8 where the observation space is an image (`is_image`: Atari's stacked frames), of the new episode where
+    one ended, reward float32, terminated and truncated bool, each `[num_envs]`, and
     in `info` "final_obs", every env's observation before any restart, and "_final_obs", the bool mask of the
     envs that ended. `metadata["autoreset_mode"]` is `AutoresetMode.SAME_STEP`.
     """
@@ -79,3 +80,12 @@ class TorchVectorEnv(Protocol):
     def close(self, **kwargs: Any) -> None:
         """Release what the env holds (sub-processes, shared memory, renderers)."""
         ...
+
+
+def is_image(space: Any) -> bool:
+    """Whether an observation space is an image stack that the contract delivers as uint8, not float32: a Box of
+    uint8 with three dimensions (`[channels, height, width]`, Atari's `[4, 84, 84]`)."""
+    import numpy as np
+
+    shape = getattr(space, "shape", None)
+    return getattr(space, "dtype", None) == np.uint8 and shape is not None and len(shape) == 3

@@ -1,4 +1,5 @@
-"""EnvPool's C++ thread pool as an rlrun torch vector env, for the Gymnasium MuJoCo ids rlrun has checked.
+"""EnvPool's C++ thread pool as an rlrun torch vector env, for the Gymnasium MuJoCo ids rlrun has checked and the
+Atari ids (`rlrun.envs.atari`: the game behind the standard preprocessing, as on Gymnasium's vector envs).
 
 `make_env(task, n, vectorization="envpool")` builds `EnvPoolTorchVectorEnv`: the same `TorchVectorEnv` contract
 as Gymnasium's sync and async vector envs behind `GymnasiumTorchVectorEnv` (SAME_STEP autoreset with the final
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from rlrun.envs import atari
+from rlrun.envs.contract import is_image
 from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, did_you_mean
 
 if TYPE_CHECKING:
@@ -48,6 +51,9 @@ ENVPOOL_TASKS: dict[str, frozenset[str]] = {
 """Gymnasium id -> the `env.` keyword arguments that EnvPool's env of the same id takes with the same meaning and
 default (`max_episode_steps` too, for every id). Only ids whose dynamics match Gymnasium's are listed: Ant-v5 and
 Humanoid-v5 compute contact forces otherwise, Reacher-v5 and Pusher-v5 draw their targets otherwise."""
+
+ENVPOOL_ATARI_MISSING = frozenset({"ALE/TicTacToe3D-v5"})
+"""The Gymnasium Atari ids (`atari.is_atari`) whose game EnvPool lacks; it runs every other one."""
 
 IMPORTS = ("envpool",)
 """What a call imports before its capture: `import envpool` imports Matplotlib, dm_env and more, and registers
@@ -73,8 +79,22 @@ def unused_defaults(task: str) -> dict[str, Any]:
     return {key: value for key, value in env_config(task).items() if key not in accepted}
 
 
+def covered(task: str) -> bool:
+    """Whether EnvPool runs `task`: a MuJoCo id of `ENVPOOL_TASKS` or an Atari id whose game it has."""
+    return task in ENVPOOL_TASKS or (atari.is_atari(task) and task not in ENVPOOL_ATARI_MISSING)
+
+
+def taken_keys(task: str) -> frozenset[str]:
+    """The `env.` keys EnvPool's `task` takes with Gymnasium's meaning."""
+    return atari.ATARI_KEYS if atari.is_atari(task) else ENVPOOL_TASKS[task] | {"max_episode_steps"}
+
+
 def refused_kwarg(task: str, env_kwargs: Mapping[str, Any]) -> str | None:
     """The first `env.` keyword argument EnvPool's `task` cannot honour (not taken, and not Gymnasium's default)."""
+    if atari.is_atari(task):
+        from rlrun.envs.tasks import env_config
+
+        return atari.refused_key(env_kwargs, env_config(task))
     accepted = ENVPOOL_TASKS[task] | {"max_episode_steps"}
     defaults = unused_defaults(task)
     for key, value in env_kwargs.items():
@@ -104,18 +124,22 @@ def _plain(value: Any) -> Any:
 
 def check_envpool(task: str, env_kwargs: Mapping[str, Any], *, video: bool = False) -> None:
     """Raise the user error that stops `--vectorization envpool` for this task, if any (all checks of planning)."""
-    if task not in ENVPOOL_TASKS:
+    if not covered(task):
         raise UnsupportedTask(
             f"--vectorization envpool does not run {task!r}.{did_you_mean(task, ENVPOOL_TASKS, listing=0)} "
-            f"It runs {', '.join(ENVPOOL_TASKS)}; use --vectorization sync (or auto) for other tasks."
+            f"It runs {', '.join(ENVPOOL_TASKS)} and the Atari ids (ALE/<Game>-v5); use --vectorization sync "
+            "(or auto) for other tasks."
         )
     if not envpool_installed():
         raise MissingDependency(
             f"--vectorization envpool needs 'envpool', which is not installed: pip install 'rlrun[{EXTRA}]'"
         )
+    if atari.is_atari(task):
+        atari.check_atari(task, env_kwargs, "envpool", video=video)
+        return
     key = refused_kwarg(task, env_kwargs)
     if key is not None:
-        taken = sorted(ENVPOOL_TASKS[task] | {"max_episode_steps"})
+        taken = sorted(taken_keys(task))
         raise InvalidArgument(
             f"--vectorization envpool: EnvPool's {task} does not take env.{key}={env_kwargs[key]!r} "
             f"(it takes {', '.join('env.' + name for name in taken)}); drop it or use --vectorization sync."
@@ -133,10 +157,34 @@ def envpool_usable(task: str, env_kwargs: Mapping[str, Any], *, video: bool = Fa
     return True
 
 
-class EnvPoolTorchVectorEnv(VectorEnv):
-    """`num_envs` copies of a Gymnasium MuJoCo id stepped by an EnvPool pool, as a torch vector env on `device`.
+def resolve_vectorization(
+    task: str,
+    vectorization: str,
+    env_kwargs: Mapping[str, Any],
+    *,
+    video: bool,
+    import_modules: Callable[[Sequence[str]], object],
+) -> str:
+    """The vectorization a call runs `task` with: `envpool` checked whole (`check_envpool`), `auto` settled to
+    `envpool` where `envpool_usable`, else `sync`; an Atari id checked on any (`rlrun.envs.atari.check_atari`).
+    EnvPool is imported through `import_modules`, with the call's imports (its import registers exit hooks)."""
+    resolved = vectorization
+    if vectorization == "envpool":
+        check_envpool(task, env_kwargs, video=video)
+    elif vectorization == "auto":
+        resolved = "envpool" if envpool_usable(task, env_kwargs, video=video) else "sync"
+    if atari.is_atari(task):
+        atari.check_atari(task, env_kwargs, resolved, video=video)
+    if resolved == "envpool":
+        import_modules(IMPORTS)
+    return resolved
 
-    Observations are float32 `[num_envs, *obs_shape]`, rewards float32, terminations and truncations bool, all
+
+class EnvPoolTorchVectorEnv(VectorEnv):
+    """`num_envs` copies of a Gymnasium id stepped by an EnvPool pool, as a torch vector env on `device`.
+
+    Observations are float32 `[num_envs, *obs_shape]` (uint8 images `[num_envs, 4, 84, 84]` for an Atari id, with
+    Discrete actions), rewards float32, terminations and truncations bool, all
     on `device`; `info` holds "final_obs" and "_final_obs" only (EnvPool's own info keys are left out). The pool
     is built by the first `reset` and again by every `reset(seed=s)`, with env `i` seeded `s + i` (EnvPool fixes
     its seeds when it builds a pool); `reset()` without a seed first draws one from the OS.
@@ -152,24 +200,36 @@ class EnvPoolTorchVectorEnv(VectorEnv):
         import gymnasium
         import torch
 
-        defaults = unused_defaults(task)
-        self._task = task
-        self._kwargs = {key: value for key, value in (env_kwargs or {}).items() if key not in defaults}
+        if atari.is_atari(task):
+            self._task, self._kwargs = atari.envpool_options(task, env_kwargs or {})
+        else:
+            defaults = unused_defaults(task)
+            self._task = task
+            self._kwargs = {key: value for key, value in (env_kwargs or {}).items() if key not in defaults}
         self.num_envs = num_envs
         self.device = torch.empty(0, device=device).device
         self.spec = gymnasium.spec(task)
         self.render_mode = None
-        config = envpool.make_spec(task, num_envs=num_envs, **self._kwargs)
+        config = envpool.make_spec(self._task, num_envs=num_envs, **self._kwargs)
         obs_space, act_space = config.gymnasium_observation_space, config.gymnasium_action_space
-        self.single_observation_space = spaces.Box(
-            obs_space.low.astype(np.float32), obs_space.high.astype(np.float32), dtype=np.float32
-        )
-        self.single_action_space = spaces.Box(
-            act_space.low.astype(np.float32), act_space.high.astype(np.float32), dtype=np.float32
-        )
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if is_image(obs_space):
+            self.single_observation_space = obs_space
+            self._obs_dtype = torch.uint8
+        else:
+            self.single_observation_space = spaces.Box(
+                obs_space.low.astype(np.float32), obs_space.high.astype(np.float32), dtype=np.float32
+            )
+            self._obs_dtype = torch.float32
+        if isinstance(act_space, spaces.Discrete):
+            self.single_action_space = spaces.Discrete(int(act_space.n))
+        else:
+            self.single_action_space = spaces.Box(
+                act_space.low.astype(np.float32), act_space.high.astype(np.float32), dtype=np.float32
+            )
+            self._bounds = (act_space.low, act_space.high)  # float64, as EnvPool takes its actions
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._bounds = (act_space.low, act_space.high)  # float64, as EnvPool takes its actions
         self._pool: Any = None
 
     def reset(
@@ -185,10 +245,9 @@ class EnvPoolTorchVectorEnv(VectorEnv):
             seeds = [(base + index) % _MAX_SEED for index in range(self.num_envs)]
             self._drop_pool()
             self._pool = envpool.make_gymnasium(self._task, num_envs=self.num_envs, seed=seeds, **self._kwargs)
-        import torch
 
         obs, info = self._pool.reset()
-        return self._tensor(_by_env_id(info["env_id"], obs)[0], torch.float32), {}
+        return self._tensor(_by_env_id(info["env_id"], obs)[0], self._obs_dtype), {}
 
     def step(
         self, actions: torch.Tensor | np.ndarray
@@ -200,16 +259,19 @@ class EnvPoolTorchVectorEnv(VectorEnv):
             raise RuntimeError("EnvPoolTorchVectorEnv.step called before reset.")
         if isinstance(actions, torch.Tensor):
             actions = actions.detach().cpu().numpy()
-        actions = np.asarray(actions, dtype=np.float64).reshape(self.action_space.shape)
-        obs, reward, terminated, truncated, info = self._pool.step(np.clip(actions, *self._bounds))
+        if self._bounds is None:  # Discrete
+            actions = np.asarray(actions, dtype=np.int32).reshape(self.num_envs)
+        else:
+            actions = np.clip(np.asarray(actions, dtype=np.float64).reshape(self.action_space.shape), *self._bounds)
+        obs, reward, terminated, truncated, info = self._pool.step(actions)
         obs, reward, terminated, truncated = _by_env_id(info["env_id"], obs, reward, terminated, truncated)
         ended = np.logical_or(terminated, truncated)
-        final_obs = self._tensor(obs, torch.float32)
+        final_obs = self._tensor(obs, self._obs_dtype)
         if ended.any():
             new_obs, info = self._pool.reset(np.flatnonzero(ended).astype(np.int32))
-            obs = np.array(obs, dtype=np.float64)
+            obs = np.array(obs)
             obs[info["env_id"]] = new_obs
-            obs_tensor = self._tensor(obs, torch.float32)
+            obs_tensor = self._tensor(obs, self._obs_dtype)
         else:
             obs_tensor = final_obs.clone()
         info_out = {"final_obs": final_obs, "_final_obs": self._tensor(ended, torch.bool)}

@@ -15,14 +15,15 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 from gymnasium.vector.utils import batch_space
 
+from rlrun.envs.contract import is_image
 from rlrun.errors import UnsupportedTask
 
 
 class GymnasiumTorchVectorEnv(VectorWrapper):
     """Wrap a NumPy `VectorEnv` in SAME_STEP autoreset mode so that it takes and returns torch tensors.
 
-    Observations become float32 `[num_envs, *obs_shape]`, rewards float32 `[num_envs]`, terminations
-    and truncations bool `[num_envs]`, all on `device`. `info["final_obs"]` is a float32 tensor holding
+    Observations become float32 `[num_envs, *obs_shape]` (images, `is_image`, stay uint8), rewards float32
+    `[num_envs]`, terminations and truncations bool `[num_envs]`, all on `device`. `info["final_obs"]` holds
     every env's last observation before any reset (equal to `obs` where no episode ended) and
     `info["_final_obs"]` a bool tensor marking the envs that ended; other info keys pass through as
     Gymnasium returns them. Actions may be torch tensors or NumPy arrays: Discrete actions are sent
@@ -44,7 +45,8 @@ class GymnasiumTorchVectorEnv(VectorWrapper):
                     f"Task {task!r} has the {kind} space {space}; rlrun supports only Box and Discrete."
                 )
         self.device = torch.empty(0, device=device).device  # 'cuda' -> 'cuda:0', as tensors report it
-        if isinstance(obs_space, spaces.Box) and obs_space.dtype != np.float32:
+        self._obs_dtype = torch.uint8 if is_image(obs_space) else torch.float32
+        if isinstance(obs_space, spaces.Box) and obs_space.dtype != np.float32 and not is_image(obs_space):
             # Observations are delivered as float32, so the space says float32 too.
             self.single_observation_space = spaces.Box(
                 obs_space.low.astype(np.float32), obs_space.high.astype(np.float32), dtype=np.float32
@@ -69,21 +71,21 @@ class GymnasiumTorchVectorEnv(VectorWrapper):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[torch.Tensor, dict[str, Any]]:
-        """Reset every sub-env; return float32 observations on `device` and Gymnasium's info."""
+        """Reset every sub-env; return the observations on `device` and Gymnasium's info."""
         obs, info = self.env.reset(seed=seed, options=options)
-        return self._to_torch(obs, torch.float32), info
+        return self._to_torch(obs, self._obs_dtype), info
 
     def step(
         self, actions: torch.Tensor | np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Step every sub-env with `actions`; return torch tensors on `device` (see the class docstring)."""
         obs, reward, terminated, truncated, info = self.env.step(self._to_numpy(actions))
-        obs_tensor = self._to_torch(obs, torch.float32)
+        obs_tensor = self._to_torch(obs, self._obs_dtype)
         if "_final_obs" in info:  # some episode ended: its last observation is in an object array
             ended = np.flatnonzero(info["_final_obs"])
             final_obs = obs.copy()
             final_obs[ended] = np.stack(info["final_obs"][ended])
-            final_obs_tensor = self._to_torch(final_obs, torch.float32)
+            final_obs_tensor = self._to_torch(final_obs, self._obs_dtype)
         else:
             final_obs_tensor = obs_tensor.clone()
         info = {

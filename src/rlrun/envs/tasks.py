@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.metadata
+import importlib.util
 import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +36,7 @@ import gymnasium
 from gymnasium.envs.registration import EnvSpec, VectorEnvCreator, load_env_creator
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from rlrun.envs import atari
 from rlrun.envs.requirements import guarded_imports
 from rlrun.errors import InvalidArgument, MissingDependency, UnknownTask, did_you_mean
 
@@ -177,11 +179,15 @@ def make_env(
 
     from rlrun.envs.gymnasium_torch import GymnasiumTorchVectorEnv  # imports torch
 
+    wrappers = None
+    if atari.is_atari(spec.id, spec.entry_point):
+        env_kwargs, wrappers = atari.gymnasium_options(env_kwargs)
     env = gymnasium.make_vec(
         spec.id,
         num_envs,
         vectorization_mode=vectorization,
         vector_kwargs={"autoreset_mode": AutoresetMode.SAME_STEP},
+        wrappers=wrappers,
         **env_kwargs,
     )
     try:
@@ -275,6 +281,14 @@ def _find_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _imp
     if native is not None and task not in gymnasium.registry:
         # The registry was restored to a state from before rlrun.envs was imported: put ours back.
         _register_with_gymnasium(native)
+    if task not in gymnasium.registry and atari.is_atari(task):
+        # ale-py registers Gymnasium's Atari ids when imported (Gymnasium does not import it itself).
+        if importlib.util.find_spec(atari.MODULE) is None:
+            raise MissingDependency(
+                f"{task} is an Atari id, which needs ale-py (Gymnasium's Atari ids and ROMs): "
+                f"pip install 'rlrun[{atari.EXTRA}]'"
+            )
+        import_modules([atari.MODULE])
     spec = gymnasium.registry.get(task)
     if spec is None:
         where = f" (module {module!r} registers no such id)" if module is not None else ""

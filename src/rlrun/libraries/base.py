@@ -97,6 +97,12 @@ def minibatch_keys(adapter: Any) -> Mapping[str, str]:
     return dict(getattr(adapter, "MINIBATCH_KEYS", {}))
 
 
+def sees_images(adapter: Any) -> bool:
+    """The adapter's optional `IMAGE_OBSERVATIONS`: whether it has a policy for image observations (uint8 frames,
+    `rlrun.envs.contract.is_image`: an Atari task). False where it declares none; rlrun then refuses such tasks."""
+    return bool(getattr(adapter, "IMAGE_OBSERVATIONS", False))
+
+
 def code_tables(adapter: Any) -> tuple[Mapping[str, Rule], tuple[str, ...]]:
     """The adapter's `CODE_NAMES` and `CODE_SOURCE` (see `CODE_MEMBERS`), empty where it declares none."""
     return dict(getattr(adapter, "CODE_NAMES", {})), tuple(getattr(adapter, "CODE_SOURCE", ()))

@@ -46,6 +46,8 @@ DEFAULT_ALGORITHM = "ppo"
 MINIBATCH_KEYS = {"ppo": "batch_size"}
 """PPO's minibatch size, fitted to `--num_envs` unless the user set it (`rlrun.api.fitting`)."""
 LOGGERS: tuple[str, ...] = ()
+IMAGE_OBSERVATIONS = True
+"""SB3 acts on image observations (an Atari task's uint8 frames) with its `CnnPolicy` (RL Zoo's atari entry)."""
 
 
 # --- the VecEnv (`sb3_env`) ---------------------------------------------------------------------------------
@@ -83,7 +85,7 @@ def train(job: TrainJob) -> TrainOutcome:
     torch_backend_flags(
         matmul_allow_tf32=False, cudnn_allow_tf32=not job.deterministic, deterministic=True, benchmark=False
     )
-    vec_env = vec_env_class()(job.env)
+    vec_env = vec_env_class()(job.env, clip_reward=bool(job.config.get("clip_reward", False)))
     model = _model(job, vec_env)
     saved: list[Path] = []
 

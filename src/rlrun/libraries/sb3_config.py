@@ -1,7 +1,8 @@
 """Stable-Baselines3's algorithm constructors from an rlrun agent configuration, checked before a run starts.
 
 The configuration is the algorithm's constructor keywords, plus the adapter's own keys `policy` (`MlpPolicy`),
-`save_interval` (iterations between checkpoints) and, for SAC and TD3, `noise_type` (`normal`,
+`save_interval` (iterations between checkpoints), `clip_reward` (the agent learns from each reward's sign, as SB3's
+`AtariWrapper` clips them; returns stay the env's own) and, for SAC and TD3, `noise_type` (`normal`,
 `ornstein-uhlenbeck` or null) and `noise_std`, as in RL Zoo. `policy_kwargs.activation_fn` names a `torch.nn`
 module (`Tanh`, `ReLU`, ...); `learning_rate`, `clip_range` and `clip_range_vf` may be RL Zoo's linear
 schedules (`lin_1e-3`). `check_config` refuses names it cannot turn into objects while the run is planned;
@@ -18,7 +19,7 @@ from rlrun.errors import InvalidArgument, did_you_mean
 from rlrun.trust.names import Rule
 
 CLASS_NAMES = {"ppo": "PPO", "a2c": "A2C", "sac": "SAC", "td3": "TD3"}
-ADAPTER_KEYS = ("policy", "save_interval", "noise_type", "noise_std")
+ADAPTER_KEYS = ("policy", "save_interval", "noise_type", "noise_std", "clip_reward")
 """Configuration keys the adapter consumes; every other key is a keyword of the algorithm's constructor."""
 SCHEDULED_KEYS = ("learning_rate", "clip_range", "clip_range_vf")
 """Constructor keywords that may be RL Zoo's linear schedules (`lin_1e-3`) as well as numbers."""

@@ -3,7 +3,9 @@
 Observations, rewards and dones cross to NumPy once per step and actions back to torch once, and the
 `infos` of the envs whose episode ended get `terminal_observation` (from `info["final_obs"]`),
 `TimeLimit.truncated` (truncated and not terminated: SB3 bootstraps those from the final observation)
-and `episode` (return and length, as SB3's `VecMonitor` reports them); the other envs get empty dicts.
+and `episode` (return and length, as SB3's `VecMonitor` reports them); the other envs get empty dicts. With
+`clip_reward`, SB3 learns from the rewards' signs, as SB3's `AtariWrapper` gives them, while `episode` keeps the
+env's own returns (as RL Zoo's `Monitor`, inside the `AtariWrapper`, does).
 The class is built on first use (it imports SB3), so importing this module imports no RL library.
 """
 
@@ -36,10 +38,11 @@ class TorchVecEnvMixin:
         def _reset_options(self) -> None: ...
         def _get_indices(self, indices: Any) -> Iterable[int]: ...
 
-    def __init__(self, env: TorchVectorEnv) -> None:
+    def __init__(self, env: TorchVectorEnv, *, clip_reward: bool = False) -> None:
         import numpy as np
 
         self.env = env
+        self.clip_reward = clip_reward
         spaces = env.single_observation_space, env.single_action_space
         super().__init__(env.num_envs, *spaces)  # type: ignore[call-arg]  # calls VecEnv's __init__
         self._actions: Any = None
@@ -74,6 +77,8 @@ class TorchVecEnvMixin:
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
             self._fill_ended(infos, np.flatnonzero(dones), terminated, info["final_obs"])
+        if self.clip_reward:  # after the episode statistics, which keep the env's own returns
+            rewards = np.sign(rewards)
         return observations.detach().cpu().numpy(), rewards, dones, infos
 
     def _fill_ended(self, infos: list[dict[str, Any]], ended: Any, terminated: Any, final: Any) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
-from rlrun.errors import MissingDependency, UnknownLibrary, did_you_mean
+from rlrun.errors import MissingDependency, UnknownLibrary, UnsupportedTask, did_you_mean
 from rlrun.libraries.base import Adapter, missing_members
 
 
@@ -62,6 +62,13 @@ class Library:
         from the adapter's `ALGORITHMS` (loading the adapter does not import the library)."""
         spaces = (space for spaces in load_adapter(self).ALGORITHMS.values() for space in spaces)
         return tuple(dict.fromkeys(spaces))
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether its adapter has a policy for image observations (`IMAGE_OBSERVATIONS`: an Atari task)."""
+        from rlrun.libraries.base import sees_images
+
+        return sees_images(load_adapter(self))
 
     @property
     def install_hint(self) -> str:
@@ -220,6 +227,22 @@ def load_adapter(library: Library) -> Adapter:
     return cast(Adapter, module)
 
 
-def libraries_for(space: str) -> list[str]:
-    """Names of the libraries that can act in a Gymnasium space class called `space`."""
-    return [library.name for library in LIBRARIES.values() if space in library.action_spaces]
+def libraries_for(space: str, *, images: bool = False) -> list[str]:
+    """Names of the libraries that can act in a Gymnasium space class called `space` (and, with `images`, see
+    image observations)."""
+    return [
+        library.name
+        for library in LIBRARIES.values()
+        if space in library.action_spaces and (library.sees_images or not images)
+    ]
+
+
+def check_sees(library: Library, task: str, images: bool) -> None:
+    """Refuse `library` for `task` when the task's observations are `images` (an Atari task, uint8 frames) and the
+    library has no policy for them, naming the libraries that have."""
+    if not images or library.sees_images:
+        return
+    able = " or ".join(f"--library {name}" for name in libraries_for("Discrete", images=True))
+    raise UnsupportedTask(
+        f"{library.name} has no policy for {task}'s image observations" + (f"; use {able}." if able else ".")
+    )
