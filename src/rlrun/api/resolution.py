@@ -19,7 +19,6 @@ from rlrun import configs, runs
 from rlrun.api.checks import jax_has_cuda
 from rlrun.api.requests import LibraryRequest
 from rlrun.configs.checks import check_value
-from rlrun.envs.atari import is_atari
 from rlrun.errors import CorruptCheckpoint, InvalidArgument, MissingDependency, UserError, did_you_mean
 from rlrun.hermetic import Call
 from rlrun.libraries import LIBRARIES, Library, check_installed, load_adapter
@@ -165,6 +164,8 @@ def early(
         if run is None and scoped["agent"]:
             # RL Zoo's entry (SB3 on a Gymnasium id) mapped for its keys only, with any step count (the sb3 adapter's
             # imports SB3); planning maps and checks it in full, and says once if it refuses it.
+            from rlrun.envs.atari import is_atari  # rlrun.envs imports Gymnasium: in the call's import phase
+
             with warnings.catch_warnings(action="ignore"):
                 task, one = target.task, lambda c, n: 1
                 agent, _ = configs.starting_config(
@@ -234,6 +235,8 @@ def resolve_configs(
         with env_errors(target.task):
             environment = env_config(target.task)
     if agent is None or agent_config is not None:
+        from rlrun.envs.atari import is_atari
+
         agent, source = configs.starting_config(
             target.library.name,
             algorithm,

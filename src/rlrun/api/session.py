@@ -21,7 +21,6 @@ from rlrun import rollout, runs
 from rlrun.api.plans import AgentPlan, LibraryPlan, PlayPlan, TaskPlan, TrainPlan
 from rlrun.api.requests import PlayResult
 from rlrun.api.resolution import env_errors
-from rlrun.envs.contract import is_image
 from rlrun.errors import UnsupportedTask, UserError
 from rlrun.hermetic import Call, fresh_torch_state
 from rlrun.libraries import check_sees, libraries_for
@@ -328,6 +327,8 @@ def _make_env(plan: TaskPlan) -> TorchVectorEnv:
         )
     try:
         if isinstance(plan, LibraryPlan):
+            from rlrun.envs.contract import is_image
+
             images = is_image(env.single_observation_space)
             check_sees(plan.library, plan.task, images)
             _check_acts(plan, type(env.single_action_space).__name__, images)
