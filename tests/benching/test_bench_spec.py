@@ -185,6 +185,20 @@ def test_a_budget_given_beside_a_suite_applies_to_every_task(tmp_path):
     assert {cell.request.max_iterations for cell in planned.cells} == {2}
 
 
+def test_a_run_without_an_image_policy_is_skipped_on_an_atari_task_with_a_note(tmp_path):
+    pytest.importorskip("ale_py")
+    planned = plan(tmp_path, tasks=("ALE/Breakout-v5", "rlrun/Pendulum-v1"), runs=("sb3", "rsl_rl"), seeds="0")
+    assert {(cell.request.task, cell.run) for cell in planned.cells} == {
+        ("ALE/Breakout-v5", "sb3/ppo"),
+        ("rlrun/Pendulum-v1", "sb3/ppo"),
+        ("rlrun/Pendulum-v1", "rsl_rl/ppo"),
+    }
+    (row,) = planned.skipped
+    assert row["status"] == "skipped" and row["task"] == "ALE/Breakout-v5" and row["library"] == "rsl_rl"
+    assert row["note"] == "rsl_rl has no policy for ALE/Breakout-v5's image observations"
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_suite_whose_envs_are_not_installed_is_one_line_naming_the_install(tmp_path, monkeypatch):
     from rlrun.benching import suites
 

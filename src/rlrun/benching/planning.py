@@ -1,6 +1,6 @@
 """A bench planned whole before anything runs: every cell's training request goes through `rlrun.train`'s
 planning (task, library, algorithm, overrides, budget), so a bad spec is one user error and no folder; a run
-that cannot act in a task's action space is skipped with a note.
+that cannot act in a task's action space, or see its image observations (Atari), is skipped with a note.
 """
 
 from __future__ import annotations
@@ -72,6 +72,12 @@ def plan_bench(call: Call, request: BenchRequest) -> BenchPlan:
                     iterations=int(amount) if budget == "iterations" else 1,
                 )
                 where = f"{task} x {given} x seed {seed}"
+                unseen = _unseen(task, run)
+                if unseen is not None:
+                    label = "/".join(part for part in (run.library, run.algorithm, run.ml_framework) if part)
+                    cell = Cell(cell_key(train, request.eval_episodes, None), label, run.variant, train, 0, None, None)
+                    skipped.append(cell.row(status="skipped", note=unseen))
+                    continue
                 cell, fits = _cell(call, train, run, where, (budget, amount), request.eval_episodes, threshold, space)
                 cell = dataclasses.replace(cell, storage=storage)
                 if not fits:
@@ -149,6 +155,21 @@ def _check_values(
         seeds,
         {task: ("env_steps", float(steps)) for task, steps in suite_budgets.items()},
     )
+
+
+def _unseen(task: str, run: BenchRun) -> str | None:
+    """The note of a run skipped because its library has no policy for the task's image observations (an Atari
+    id, `rlrun.libraries.check_sees`); None when it has one, or when planning is to say what is wrong with it."""
+    from rlrun.envs.atari import is_atari
+    from rlrun.libraries import get_library
+
+    if not is_atari(task):
+        return None
+    try:
+        library = get_library(run.library)
+    except UserError:
+        return None
+    return None if library.sees_images else f"{library.name} has no policy for {task}'s image observations"
 
 
 def _cell(
