@@ -11,9 +11,10 @@ TASK_IMPORTS = ("numpy", "gymnasium", "rlrun.envs")
 """What naming a task needs (Gymnasium's registry and rlrun's, no torch): imported first, so that a mistyped
 task, library, algorithm, override key or checkpoint is answered before torch is imported (`early`)."""
 CORE_IMPORTS = (*TASK_IMPORTS, "torch", "torch._dynamo")
-"""Imported before any capture. `torch._dynamo` is what the first `optimizer.step()` of a process
-imports lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's.
-`import_core` also registers the installed packages' `rlrun.tasks` (their modules imported as these are)."""
+"""Imported before any capture. `torch._dynamo` is what the first torch optimizer of a process imports
+lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's. A JAX
+call builds no torch optimizer and leaves it out (1 to 1.5 s of CPU). `import_core` also registers the
+installed packages' `rlrun.tasks` (their modules imported as these are)."""
 VIDEO_IMPORTS = (
     "pygame",
     "moviepy",
@@ -32,10 +33,11 @@ def import_tasks(call: Call) -> None:
     load_task_plugins(call.import_modules)
 
 
-def import_core(call: Call, video: bool) -> None:
-    """Import what every call that runs a task needs (and the video writer's modules, with `video`)."""
+def import_core(call: Call, video: bool, framework: str | None = None) -> None:
+    """Import what every call that runs a task needs (and the video writer's modules, with `video`); a call on
+    JAX (`framework`) without `torch._dynamo`."""
     import_tasks(call)
-    call.import_modules(CORE_IMPORTS)
+    call.import_modules(CORE_IMPORTS if framework != "jax" else CORE_IMPORTS[:-1])
     if resource_tracker_due():
         call.prepare(start_resource_tracker)
     if video:

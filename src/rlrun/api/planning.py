@@ -304,7 +304,7 @@ def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> 
     )
     if early is not None:
         early(target)
-    import_core(call, request.video)
+    import_core(call, request.video, request.ml_framework)
     return dataclasses.replace(target, device=resolve_device(request.device))
 
 
