@@ -34,8 +34,7 @@ def import_tasks(call: Call) -> None:
 
 
 def import_core(call: Call, video: bool, framework: str | None = None) -> None:
-    """Import what every call that runs a task needs (and the video writer's modules, with `video`); a call on
-    JAX (`framework`) without `torch._dynamo`."""
+    """Import what a call that runs a task needs (the video writer's too with `video`; on JAX no `torch._dynamo`)."""
     import_tasks(call)
     call.import_modules(CORE_IMPORTS if framework != "jax" else CORE_IMPORTS[:-1])
     if resource_tracker_due():
