@@ -84,17 +84,9 @@ def covered(task: str) -> bool:
     return task in ENVPOOL_TASKS or (atari.is_atari(task) and task not in ENVPOOL_ATARI_MISSING)
 
 
-def taken_keys(task: str) -> frozenset[str]:
-    """The `env.` keys EnvPool's `task` takes with Gymnasium's meaning."""
-    return atari.ATARI_KEYS if atari.is_atari(task) else ENVPOOL_TASKS[task] | {"max_episode_steps"}
-
-
 def refused_kwarg(task: str, env_kwargs: Mapping[str, Any]) -> str | None:
-    """The first `env.` keyword argument EnvPool's `task` cannot honour (not taken, and not Gymnasium's default)."""
-    if atari.is_atari(task):
-        from rlrun.envs.tasks import env_config
-
-        return atari.refused_key(env_kwargs, env_config(task))
+    """The first `env.` keyword argument EnvPool's MuJoCo `task` cannot honour (not taken, and not Gymnasium's
+    default); an Atari id's are `atari.refused_key`'s."""
     accepted = ENVPOOL_TASKS[task] | {"max_episode_steps"}
     defaults = unused_defaults(task)
     for key, value in env_kwargs.items():
@@ -139,7 +131,7 @@ def check_envpool(task: str, env_kwargs: Mapping[str, Any], *, video: bool = Fal
         return
     key = refused_kwarg(task, env_kwargs)
     if key is not None:
-        taken = sorted(taken_keys(task))
+        taken = sorted(ENVPOOL_TASKS[task] | {"max_episode_steps"})
         raise InvalidArgument(
             f"--vectorization envpool: EnvPool's {task} does not take env.{key}={env_kwargs[key]!r} "
             f"(it takes {', '.join('env.' + name for name in taken)}); drop it or use --vectorization sync."
@@ -173,7 +165,7 @@ def resolve_vectorization(
         check_envpool(task, env_kwargs, video=video)
     elif vectorization == "auto":
         resolved = "envpool" if envpool_usable(task, env_kwargs, video=video) else "sync"
-    if atari.is_atari(task):
+    if atari.is_atari(task) and resolved != "envpool":  # on EnvPool, `check_envpool` checked it
         atari.check_atari(task, env_kwargs, resolved, video=video)
     if resolved == "envpool":
         import_modules(IMPORTS)
