@@ -159,9 +159,9 @@ def _check_values(
 
 def _unseen(task: str, run: BenchRun) -> str | None:
     """The note of a run skipped because its library has no policy for the task's image observations (an Atari
-    id, `rlrun.libraries.check_sees`); None when it has one, or when planning is to say what is wrong with it."""
+    id, `rlrun.libraries.blind_to`); None when it has one, or when planning is to say what is wrong with it."""
     from rlrun.envs.atari import is_atari
-    from rlrun.libraries import get_library
+    from rlrun.libraries import blind_to, get_library
 
     if not is_atari(task):
         return None
@@ -169,7 +169,7 @@ def _unseen(task: str, run: BenchRun) -> str | None:
         library = get_library(run.library)
     except UserError:
         return None
-    return None if library.sees_images else f"{library.name} has no policy for {task}'s image observations"
+    return blind_to(library, task, images=True)
 
 
 def _cell(

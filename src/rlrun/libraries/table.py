@@ -237,12 +237,19 @@ def libraries_for(space: str, *, images: bool = False) -> list[str]:
     ]
 
 
-def check_sees(library: Library, task: str, images: bool) -> None:
-    """Refuse `library` for `task` when the task's observations are `images` (an Atari task, uint8 frames) and the
-    library has no policy for them, naming the libraries that have."""
+def blind_to(library: Library, task: str, images: bool) -> str | None:
+    """Why `library` cannot train on `task` when the task's observations are `images` (an Atari task, uint8 frames)
+    and the library has no policy for them; None when it can."""
     if not images or library.sees_images:
+        return None
+    return f"{library.name} has no policy for {task}'s image observations"
+
+
+def check_sees(library: Library, task: str, images: bool) -> None:
+    """Refuse `library` for `task` when it is `blind_to` the task's observations, naming the libraries that see
+    them."""
+    reason = blind_to(library, task, images)
+    if reason is None:
         return
     able = " or ".join(f"--library {name}" for name in libraries_for("Discrete", images=True))
-    raise UnsupportedTask(
-        f"{library.name} has no policy for {task}'s image observations" + (f"; use {able}." if able else ".")
-    )
+    raise UnsupportedTask(reason + (f"; use {able}." if able else "."))
