@@ -32,7 +32,7 @@ def solve(
     """(seconds to the target, env steps to it, seconds trained) for one seed."""
     reached: list[tuple[float, int]] = []
 
-    def on_iteration(row: rlrun.api.metrics.IterationRow) -> bool:
+    def on_iteration(row: rlrun.runs.metrics.IterationRow) -> bool:
         if row.mean_return is not None and row.mean_return >= TARGETS[task] and not reached:
             reached.append((row.wall_s, row.env_steps))
         return bool(reached)

@@ -660,3 +660,14 @@ def two_nodes(out: Path, node_disk: Path, monkeypatch: Any, **away_env: str) -> 
         away.stdout.close()
         cluster.shutdown()
         signal.signal(signal.SIGTERM, handler)
+
+
+def scalars(run_dir):
+    """Tag -> [(step, value)] of the run folder's event files, read the way TensorBoard reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    accumulator.Reload()
+    return {
+        tag: [(event.step, event.value) for event in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]
+    }

@@ -200,7 +200,7 @@ def test_the_core_imports_no_rl_library(module):
             assert name.split(".")[0] not in RL_LIBRARIES, f"{path.relative_to(SOURCE)} imports {name}"
 
 
-RUNS_ORDER = ("atomic", "manifest", "lookup", "record", "transfer")
+RUNS_ORDER = ("atomic", "manifest", "lookup", "record", "metrics", "transfer")
 """The modules of `rlrun.runs`, each importing only those before it (ARCHITECTURE.md)."""
 
 

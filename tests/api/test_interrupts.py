@@ -26,9 +26,9 @@ import pytest
 
 import rlrun
 from rlrun import runs
-from rlrun.api.metrics import METRICS_FILE
 from rlrun.errors import TrainingStopped
 from rlrun.libraries import LIBRARIES
+from rlrun.runs.metrics import METRICS_FILE
 from support import CONTRACT_CASES, SMALL_RSL_RL, drop_a_ctrl_c
 
 TASK = "rlrun/Pendulum-v1"

@@ -3,7 +3,7 @@
 `IterationClock` is the `on_step` hook of rlrun's episode statistics. At every iteration boundary
 (every `env_steps_per_iteration` env steps) it makes a row, the same columns for every library, asks the
 caller's `on_iteration` whether to go on, and writes the row to the run's `metrics.csv` and as the run's
-`rlrun/*` TensorBoard scalars (`rlrun.api.metrics`): the first row at once, later ones at most once a
+`rlrun/*` TensorBoard scalars (`rlrun.runs.metrics`): the first row at once, later ones at most once a
 second (`WRITE_INTERVAL_S`), and every row when the training ends, however it ends. A killed run keeps
 its rows up to the last second. At any step it raises `TrainingStopped` once a stop was
 asked for: by `on_iteration`, or by a signal (`rlrun.signals`). The adapter saves a checkpoint as the
@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rlrun.api.metrics import METRICS_COLUMNS, METRICS_FILE, Curves, IterationRow, OnIteration
 from rlrun.errors import TrainingStopped
+from rlrun.runs.metrics import METRICS_COLUMNS, METRICS_FILE, Curves, IterationRow, OnIteration
 
 if TYPE_CHECKING:
     from rlrun.envs import EpisodeStatistics

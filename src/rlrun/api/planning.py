@@ -36,7 +36,6 @@ from rlrun.api.imports import (
     import_core,
     import_tasks,
 )
-from rlrun.api.metrics import CURVE_IMPORTS
 from rlrun.api.plans import AgentPlan, ExportPlan, PlayPlan, TrainPlan
 from rlrun.api.requests import (
     EXPORT_FORMATS,
@@ -64,6 +63,7 @@ from rlrun.errors import InvalidArgument, MissingDependency, UnsupportedTask, Us
 from rlrun.hermetic import Call
 from rlrun.libraries import Library, check_installed, check_sees, get_library, libraries_for, load_adapter
 from rlrun.libraries.base import minibatch_keys
+from rlrun.runs.metrics import CURVE_IMPORTS
 
 Early = Callable[[Target], None]
 """A call kind's checks from data alone (`rlrun.api.resolution.early`), run before torch is imported."""

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from rlrun import runs
 from rlrun.api.clock import IterationClock
-from rlrun.api.metrics import OnIteration
 from rlrun.api.planning import plan_train
 from rlrun.api.plans import TrainPlan
 from rlrun.api.requests import TrainRequest, TrainResult
@@ -18,6 +17,7 @@ from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.libraries.base import TrainJob, TrainOutcome
 from rlrun.progress import Progress
+from rlrun.runs.metrics import OnIteration
 from rlrun.signals import LATCH, signals_held, stop_signals, termination_delivered
 
 if TYPE_CHECKING:

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from rlrun import api
-from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.benching.stored import Uploads, fetch
 from rlrun.errors import TrainingStopped, UserError
 from rlrun.runs import read_manifest
+from rlrun.runs.metrics import IterationRow
 from rlrun.runs.transfer import unpack_home
 from rlrun.signals import inner
 from rlrun.sweep import evaluation, one_line

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlrun import runs
-from rlrun.api.metrics import IterationRow
 from rlrun.benching.cell import Cell, receive_run, run_cell
 from rlrun.benching.planning import BenchPlan, plan_bench
 from rlrun.benching.request import BenchRequest, BenchResult
@@ -34,6 +33,7 @@ from rlrun.benching.reuse import resuming, reusable
 from rlrun.errors import TrainingStopped
 from rlrun.hermetic import Call, hermetic_call
 from rlrun.reports.results import MAX_RESULTS_BYTES
+from rlrun.runs.metrics import IterationRow
 from rlrun.signals import LATCH, termination_delivered
 from rlrun.trust.limits import file_size_within, parse_json
 

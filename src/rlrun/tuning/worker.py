@@ -35,10 +35,10 @@ import optuna
 from optuna.trial import TrialState
 
 from rlrun import api
-from rlrun.api.metrics import IterationRow
 from rlrun.api.requests import TrainRequest
 from rlrun.errors import TrainingStopped
 from rlrun.executors import where
+from rlrun.runs.metrics import IterationRow
 from rlrun.runs.transfer import pack_runs
 from rlrun.signals import LATCH, inner
 from rlrun.sweep import evaluation, one_line

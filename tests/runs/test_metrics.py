@@ -8,24 +8,13 @@ import threading
 import pytest
 
 import rlrun
-from rlrun.api.metrics import CURVES, FILE_SUFFIX
 from rlrun.libraries import LIBRARIES
-from support import SHORT_RUNS
+from rlrun.runs.metrics import CURVES, FILE_SUFFIX
+from support import SHORT_RUNS, scalars
 
 TASK = "rlrun/Pendulum-v1"
 SHORT_EPISODES = ("env.max_episode_steps=8",)
 """Episodes of 8 steps, so that a run of two short iterations has finished some."""
-
-
-def scalars(run_dir):
-    """Tag -> [(step, value)] of the run folder's event files, read the way TensorBoard reads them."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    return {
-        tag: [(event.step, event.value) for event in accumulator.Scalars(tag)] for tag in accumulator.Tags()["scalars"]
-    }
 
 
 @pytest.mark.parametrize("library", list(LIBRARIES))
@@ -88,60 +77,3 @@ def test_train_ends_by_naming_the_run_and_the_command_that_shows_its_curves(log_
     last = capsys.readouterr().out.strip().splitlines()[-1]
     (run_dir,) = (log_root / "rsl_rl" / "rlrun_Pendulum-v1").iterdir()
     assert last == f"curves: tensorboard --logdir logs/rsl_rl  (this run: rlrun_Pendulum-v1/{run_dir.name})"
-
-
-def test_rows_reach_metrics_csv_and_the_curves_at_once_then_at_most_every_second_and_every_one_at_close(
-    tmp_path, monkeypatch
-):
-    """The first row is written at once, later ones within WRITE_INTERVAL_S, the rest when the clock closes: a
-    killed run keeps its rows up to the last second, and both files hold the same rows. A row written late keeps
-    the time it was made."""
-    from rlrun.api import clock as module
-
-    now = [100.0]
-    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(module.time, "time", lambda: 1e9 + now[0])
-
-    class Stats:
-        env_steps = 0
-        episodes = 1
-
-        def mean_return(self):
-            return float(self.env_steps)
-
-        def mean_length(self):
-            return 1.0
-
-    stats = Stats()
-    clock = module.IterationClock(10)
-
-    def iteration(seconds):
-        now[0] += seconds
-        stats.env_steps += 10
-        clock(stats)
-
-    def written():
-        with open(tmp_path / module.METRICS_FILE, newline="", encoding="utf-8") as stream:
-            rows = [int(row["env_steps"]) for row in csv.DictReader(stream)]
-        return rows, [step for step, _ in scalars(tmp_path).get("rlrun/mean_return", [])]
-
-    clock.open(tmp_path)
-    try:
-        iteration(0.0)
-        assert written() == ([10], [10])
-        iteration(module.WRITE_INTERVAL_S / 2)
-        assert written() == ([10], [10])
-        iteration(module.WRITE_INTERVAL_S / 2)
-        assert written() == ([10, 20, 30], [10, 20, 30])
-        iteration(0.1)
-        assert written() == ([10, 20, 30], [10, 20, 30])
-    finally:
-        clock.close()
-    assert written() == ([10, 20, 30, 40], [10, 20, 30, 40])
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    accumulator = EventAccumulator(str(tmp_path))
-    accumulator.Reload()
-    interval = module.WRITE_INTERVAL_S
-    made = [1e9 + 100.0 + offset for offset in (0.0, interval / 2, interval, interval + 0.1)]
-    assert [event.wall_time for event in accumulator.Scalars("rlrun/mean_return")] == pytest.approx(made)
