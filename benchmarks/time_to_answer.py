@@ -3,7 +3,7 @@
 Each figure is a fresh interpreter's CPU time (user + system, its children included), `--repeats` times, the
 median printed with the spread:
 - a mistyped library, task, algorithm, framework, agent override key (of rlrun's configuration, and of RL Zoo's
-  entry for SB3 on a Gymnasium id) and a missing checkpoint, as console
+  entry for SB3 on a Gymnasium id), env override key of a Gymnasium id and a missing checkpoint, as console
   commands (`rlrun train ...`, exit 2): goal <= 0.5 s each, since these are answered from data before torch
   or any RL library is imported;
 - per library and framework, `rlrun train` up to its first env step (a task that records the CPU time at its
@@ -53,6 +53,7 @@ ERRORS = {
         "sb3",
         "agent.gama=0.9",
     ],
+    "a mistyped env override key": ["train", "--task", "Pendulum-v1", "--library", "rsl_rl", "env.gravty=9"],
     "a missing checkpoint": ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
 }
 FIRST_STEP = """

@@ -1,4 +1,5 @@
-"""A mistyped name or a missing file is answered from data, before torch or any RL library is imported."""
+"""A mistyped name or a missing file is answered from data, before torch or any RL library is imported (a native
+task's `env.` keys excepted: its env module imports torch)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ EARLY = {
     "off-policy override key of RL Zoo's entry": (
         ["train", "--task", "Pendulum-v1", "--library", "sb3", "--algorithm", "sac", "agent.learning_startz=1"],
         "Did you mean 'agent.learning_starts'?",
+    ),
+    "env override key of a Gymnasium id": (  # its env module is imported (MuJoCo's), torch is not
+        ["train", "--task", "HalfCheetah-v5", "--library", "rsl_rl", "env.forward_reward_weigth=2"],
+        "Did you mean 'env.forward_reward_weight'?",
+    ),
+    "env override key of a random agent": (
+        ["random", "--task", "Pendulum-v1", "env.gravty=9"],
+        "Keys of env: g, max_episode_steps.",
     ),
     "missing checkpoint": (
         ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],

@@ -201,7 +201,7 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
         )
     if request.video:
         runs.check_log_root(request.log_root)
-    import_core(call, request.video)
+    import_tasks(call)
     from rlrun.envs import env_config, resolve_task
 
     task = resolve_task(request.task, call.import_modules)  # `module:id`: the module is imported
@@ -211,6 +211,8 @@ def plan_agent(call: Call, request: AgentRequest, kind: str) -> AgentPlan:
         raise InvalidArgument(
             f"the zero and random agents have no agent configuration: drop {'agent.' + scoped['agent'][0]!r}."
         )
+    _check_env_keys(call, task, scoped["env"])
+    import_core(call, request.video)
     with env_errors(task):
         defaults = env_config(task)
     environment = configs.apply_overrides(defaults, scoped["env"], scope="env")
@@ -304,8 +306,21 @@ def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> 
     )
     if early is not None:
         early(target)
+    _check_env_keys(call, task, configs.split_overrides(request.overrides)["env"])
     import_core(call, request.video, request.ml_framework)
     return dataclasses.replace(target, device=resolve_device(request.device))
+
+
+def _check_env_keys(call: Call, task: str, dotlist: list[str]) -> None:
+    """Check `env.` overrides against a Gymnasium id's keywords before torch is imported (its env module only);
+    a native task's env module imports torch, so planning checks those after `import_core`."""
+    from rlrun.envs import env_config, env_module
+
+    module = env_module(task) if dotlist else None
+    if module is not None:
+        with env_errors(task):
+            call.import_modules([module])
+            configs.apply_overrides(env_config(task), dotlist, scope="env")
 
 
 def _choose_library(call: Call, task: str, name: str | None) -> Library:

@@ -218,6 +218,14 @@ def env_config(task: str) -> dict[str, Any]:
     return {key: _listed(value) for key, value in config.items()}
 
 
+def env_module(task: str) -> str | None:
+    """The module of a Gymnasium id's entry point (`env_config` needs it alone); None for a native task (its env
+    module imports torch) or an entry point that is not a `module:attr` string."""
+    spec = _find_spec(task)
+    entry = None if spec.id in NATIVE_TASKS else spec.entry_point
+    return entry.split(":", 1)[0] if isinstance(entry, str) and ":" in entry else None
+
+
 def _listed(value: Any) -> Any:
     """`value` with NumPy arrays as lists, all the way down: a configuration is data that YAML writes (MuJoCo v5
     envs default `default_camera_config["lookat"]` to an array, and take a list as well)."""
