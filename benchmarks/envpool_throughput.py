@@ -7,11 +7,16 @@ env every library steps), reset and warmed up; then EnvPool and each Gymnasium e
 over `--pairs` pairs, each side stepping `--env_steps` env-steps with random actions drawn before timing. A pair's
 ratio is the Gymnasium env's time over EnvPool's: how many times faster EnvPool is. Goals against SyncVectorEnv: >=
 1.7x at 16 envs and >= 2x at 64 (8 envs, and AsyncVectorEnv, are context: their goal is 1x). `--e2e N` also
-alternates whole PPO trainings of N iterations at 16 envs, sync against envpool, timed by their own steps/s (goal >=
-1.3x): RSL-RL's on MuJoCo, SB3's CNN policy on Atari (the library with an image policy).
+alternates whole PPO trainings of N iterations at each size, sync against envpool, timed by their own steps/s (goal >=
+1.3x): RSL-RL's on MuJoCo, SB3's CNN policy on Atari (the library with an image policy; `--e2e_atari M` sets its
+iterations, each 128 steps per env and a CNN update, against RSL-RL's 24 steps and an MLP's).
+
+A faster env speeds up only the env's share of a training (Amdahl's law). Each end-to-end row therefore also prints
+that share: the sync training's env steps at the env-only SyncVectorEnv rate of the same task and size, over its
+training time; the ratio it predicts with EnvPool's env-only ratio; and the bound no env can pass, 1 / (1 - share).
 
     python benchmarks/envpool_throughput.py [--pairs 5] [--env_steps 20000] [--tasks Hopper-v5] [--sizes 16 64]
-        [--no_async] [--e2e ITERATIONS] [--save [PATH]]
+        [--no_async] [--e2e ITERATIONS] [--e2e_atari ITERATIONS] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -37,7 +42,6 @@ GOALS = {16: 1.7, 64: 2.0}
 """Goals of EnvPool / SyncVectorEnv by number of envs; other sizes and AsyncVectorEnv are context (1x)."""
 WARMUP_STEPS = 20
 E2E_GOAL = 1.3
-E2E_ENVS = 16
 
 
 def goal_of(row: str) -> float:
@@ -78,8 +82,11 @@ def recorded(side: Callable[[], float], times: list[float]) -> Callable[[], floa
     return run
 
 
-def measure(task: str, num_envs: int, pairs: int, env_steps: int, with_async: bool) -> dict[str, Summary]:
-    """The alternating comparisons of EnvPool against each Gymnasium vectorization, for one task and size."""
+def measure(
+    task: str, num_envs: int, pairs: int, env_steps: int, with_async: bool
+) -> tuple[dict[str, Summary], dict[str, float]]:
+    """The alternating comparisons of EnvPool against each Gymnasium vectorization, for one task and size, and each
+    side's median env-steps/s."""
     sides = ("envpool", "sync", *(("async",) if with_async else ()))
     envs = {name: make_env(task, num_envs, vectorization=name) for name in sides}
     try:
@@ -94,9 +101,9 @@ def measure(task: str, num_envs: int, pairs: int, env_steps: int, with_async: bo
             out[other] = alternate(
                 pairs, run[other], run["envpool"], names=(other, "envpool"), goal=goal, unit="x", digits=2
             )
-        rates = ", ".join(f"{name} {env_steps / statistics.median(times[name]):,.0f}" for name in sides)
-        print(f"  median env-steps/s: {rates}", flush=True)
-        return out
+        rates = {name: env_steps / statistics.median(times[name]) for name in sides}
+        print(f"  median env-steps/s: {', '.join(f'{name} {rate:,.0f}' for name, rate in rates.items())}", flush=True)
+        return out, rates
     finally:
         for env in envs.values():
             env.close()
@@ -107,9 +114,11 @@ def library_of(task: str) -> str:
     return "sb3" if is_atari(task) else "rsl_rl"
 
 
-def training(task: str, num_envs: int, iterations: int, vectorization: str) -> Callable[[], float]:
+def training(
+    task: str, num_envs: int, iterations: int, vectorization: str, steps: list[int] | None = None
+) -> Callable[[], float]:
     """A side of the end-to-end comparison: a PPO training on `task` (`library_of`); returns its training seconds
-    (env steps over rlrun's steps/s, without the call's setup)."""
+    (env steps over rlrun's steps/s, without the call's setup), and appends its env steps to `steps` if given."""
 
     def run() -> float:
         with tempfile.TemporaryDirectory() as root:
@@ -124,18 +133,42 @@ def training(task: str, num_envs: int, iterations: int, vectorization: str) -> C
                     log_root=root,
                 )
             )
+        if steps is not None:
+            steps.append(result.env_steps)
         return result.env_steps / result.steps_per_s
 
     return run
 
 
-def end_to_end(task: str, num_envs: int, iterations: int, pairs: int) -> Summary:
-    """EnvPool against SyncVectorEnv in whole PPO trainings (`library_of`): the ratio of their training times."""
-    sync, pool = training(task, num_envs, iterations, "sync"), training(task, num_envs, iterations, "envpool")
+def amdahl(share: float, env_ratio: float) -> tuple[float, float]:
+    """The end-to-end ratios Amdahl's law gives when a training spends `share` of its time stepping the env: with
+    that part `env_ratio` times as fast, and with it free (the bound)."""
+    rest = 1.0 - share
+    return 1.0 / (rest + share / env_ratio), 1.0 / max(rest, 1e-9)
+
+
+def end_to_end(
+    task: str, num_envs: int, iterations: int, pairs: int, rates: dict[str, float]
+) -> tuple[Summary, tuple[float, float, float]]:
+    """EnvPool against SyncVectorEnv in whole PPO trainings (`library_of`): the ratio of their training times, and
+    the env's share of the sync training with the two ratios Amdahl's law gives (`amdahl`). `rates` are the
+    env-only env-steps/s of this task and size (`measure`)."""
+    steps: list[int] = []
+    times: list[float] = []
+    sync = recorded(training(task, num_envs, iterations, "sync", steps), times)
+    pool = training(task, num_envs, iterations, "envpool")
     sync(), pool()  # warm-up: imports, file cache
     said = f"{task}, {num_envs} envs: {library_of(task)} PPO, {iterations} iterations, sync / envpool training time"
     print(said, flush=True)
-    return alternate(pairs, sync, pool, names=("sync", "envpool"), goal=E2E_GOAL, unit="x", digits=2)
+    summary = alternate(pairs, sync, pool, names=("sync", "envpool"), goal=E2E_GOAL, unit="x", digits=2)
+    share = min(steps[-1] / rates["sync"] / statistics.median(times), 1.0)
+    predicted, bound = amdahl(share, rates["envpool"] / rates["sync"])
+    print(
+        f"  env steps are {share:.0%} of the sync training (env-only rate); Amdahl: {predicted:.2f}x at EnvPool's "
+        f"env-only ratio, at most {bound:.2f}x with an env that costs nothing",
+        flush=True,
+    )
+    return summary, (share, predicted, bound)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,20 +178,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="*", default=list(TASKS))
     parser.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     parser.add_argument("--no_async", action="store_true", help="leave AsyncVectorEnv out (one process per env)")
-    parser.add_argument("--e2e", type=int, default=0, metavar="ITERATIONS", help="also time RSL-RL PPO trainings")
+    parser.add_argument("--e2e", type=int, default=0, metavar="ITERATIONS", help="also time PPO trainings this long")
+    parser.add_argument("--e2e_atari", type=int, default=1, metavar="ITERATIONS", help="the same on Atari ids")
     records.add_argument(parser)
     args = parser.parse_args(argv)
     record = records.Record.start(__file__, argv)
     torch.set_num_threads(1)  # the envs' own threads are what is measured; torch only converts
 
     results: dict[str, Summary | str] = {}
+    rates: dict[tuple[str, int], dict[str, float]] = {}
+    shares: dict[str, tuple[float, float, float]] = {}
     for task in args.tasks:
         for num_envs in args.sizes:
-            for other, summary in measure(task, num_envs, args.pairs, args.env_steps, not args.no_async).items():
+            summaries, rates[task, num_envs] = measure(task, num_envs, args.pairs, args.env_steps, not args.no_async)
+            for other, summary in summaries.items():
                 results[f"{task} {num_envs} {other}"] = summary
     if args.e2e:
         for task in args.tasks:
-            results[f"{task} {E2E_ENVS} ppo"] = end_to_end(task, E2E_ENVS, args.e2e, args.pairs)
+            for num_envs in args.sizes:
+                iterations = args.e2e_atari if is_atari(task) else args.e2e
+                row = f"{task} {num_envs} ppo"
+                results[row], shares[row] = end_to_end(task, num_envs, iterations, args.pairs, rates[task, num_envs])
     goals = {row: goal_of(row) for row in results if goal_of(row) > 1.0}
     goal_rows = tuple(goals)
     for goal in sorted(set(goals.values())):
@@ -178,6 +218,15 @@ def main(argv: list[str] | None = None) -> int:
                 label = f"EnvPool / SyncVectorEnv {library_of(task)} PPO training steps/s, {task}, {num_envs} envs"
             if isinstance(result, Summary):
                 record.add_summary(label, result, unit="x", digits=2)
+            if row in shares:
+                share, predicted, bound = shares[row]
+                record.add(
+                    f"Env steps' share of a sync {library_of(task)} PPO training, {task}, {num_envs} envs",
+                    100 * share,
+                    unit="%",
+                    digits=0,
+                    note=f"Amdahl: {predicted:.2f}x at EnvPool's env-only ratio, at most {bound:.2f}x",
+                )
         record.save(args.save)
     return 0
 
