@@ -203,6 +203,37 @@ def test_flag_help_is_read_from_source_only_when_help_is_asked_for(argv, capsys,
     assert ("SEED-DOC-TEXT" in out) == asked
 
 
+@pytest.mark.parametrize(
+    ("argv", "loaded"),
+    [
+        (["train", "--task", "rlrun/CartPole-v1"], set()),
+        (["play", "--task", "rlrun/CartPole-v1"], set()),
+        (["bench", "--tasks", "rlrun/CartPole-v1"], {"rlrun.benching"}),
+        (["tune", "spec.yaml"], {"rlrun.tuning"}),
+    ],
+    ids=["train", "play", "bench", "tune"],
+)
+def test_parsing_a_command_imports_only_the_packages_its_flags_come_from(argv, loaded):
+    """`rlrun train ...` answers a user error sooner when parsing it does not import the bench and the tune."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from rlrun.cli import parse; "
+        f"args = parse({argv!r}); assert args.command == {argv[0]!r}; "
+        "print(sorted(name for name in ('rlrun.benching', 'rlrun.tuning') if name in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == repr(sorted(loaded))
+
+
+def test_every_command_is_named_in_the_error_whichever_command_is_parsed(capsys):
+    assert rlrun.main(["trian", "--task", "rlrun/CartPole-v1"]) == 2
+    error = capsys.readouterr().err
+    for command in ("train", "play", "export", "zero", "random", "bench", "tune", "report", "list"):
+        assert f"'{command}'" in error
+
+
 def test_a_checkpoint_of_another_library_is_named(capsys, trained, tmp_path):
     root, checkpoint = trained
     others = [name for name, library in LIBRARIES.items() if name != "rsl_rl" and library.installed]

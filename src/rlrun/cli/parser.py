@@ -80,6 +80,9 @@ CLI_ONLY_FLAGS = (
 )
 """Flags that are not request fields: how the command line reports, not what the call does."""
 
+SPEC_HELP = {"bench": "compare libraries over tasks and seeds", "tune": "search hyperparameters with Optuna"}
+"""The commands that take a YAML spec and their summaries (`rlrun --help`)."""
+
 COMMAND_HELP = {
     "train": ("train an agent", TrainRequest),
     "play": ("evaluate a trained agent", PlayRequest),
@@ -136,11 +139,13 @@ def _request_flags(
         )
 
 
-def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
+def build_parser(*, help_texts: bool = True, only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line, generated from the request dataclasses; `rlrun <command> --help` shows each.
 
     The flags' help texts are the fields' docstrings, read from the source, which costs more than the rest of
-    the parser; `help_texts=False` leaves them out for a command line that asks for no help (see `parse`)."""
+    the parser; `help_texts=False` leaves them out for a command line that asks for no help (see `parse`).
+    With `only`, the other commands are named with their summaries but get no flags: parsing `rlrun train ...`
+    need not import the bench's and the tune's packages for flags it cannot be given."""
     parser = _Parser(
         prog="rlrun",
         description="Train, play and compare RL agents with RSL-RL and other libraries, hermetically.",
@@ -154,6 +159,9 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         parser_class=_Parser,
     )
     for command, (summary, request) in COMMAND_HELP.items():
+        if only not in (None, command):
+            commands.add_parser(command, help=summary)
+            continue
         overrides = "env.KEY=VALUE" if request is AgentRequest else "agent.KEY=VALUE and env.KEY=VALUE"
         sub = commands.add_parser(
             command,
@@ -166,13 +174,23 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         for flag, text in CLI_ONLY_FLAGS:
             sub.add_argument(flag, action="store_true", default=None if flag == "--check_leaks" else False, help=text)
 
+    for command, summary in SPEC_HELP.items():
+        if only not in (None, command):
+            commands.add_parser(command, help=summary)
+        else:
+            (_bench_command if command == "bench" else _tune_command)(commands, help_texts)
+    _report_and_list(commands)
+    return parser
+
+
+def _bench_command(commands: Any, help_texts: bool) -> None:
     from rlrun.benching import BenchRequest
 
     _spec_command(
         commands,
         "bench",
         BenchRequest,
-        help="compare libraries over tasks and seeds",
+        help=SPEC_HELP["bench"],
         description=f"{BenchRequest.__doc__} Give a YAML spec (its keys are the flags' names; see README), "
         "flags, or both (flags override the spec). Trailing agent.KEY=VALUE and env.KEY=VALUE words apply to "
         "every cell.",
@@ -180,13 +198,16 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         spec_help="a YAML bench spec (optional)",
         help_texts=help_texts,
     )
+
+
+def _tune_command(commands: Any, help_texts: bool) -> None:
     from rlrun.tuning import TuneRequest
 
     _spec_command(
         commands,
         "tune",
         TuneRequest,
-        help="search hyperparameters with Optuna",
+        help=SPEC_HELP["tune"],
         description=f"{TuneRequest.__doc__} Give a YAML spec (its keys are the flags' names, with search_space and "
         "enqueue; see README) and flags that override it. Trailing agent.KEY=VALUE and env.KEY=VALUE words are fixed "
         "overrides of every trial. Running the same command again resumes the study.",
@@ -194,6 +215,9 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
         spec_help="a YAML tune spec",
         help_texts=help_texts,
     )
+
+
+def _report_and_list(commands: Any) -> None:
     report = commands.add_parser(
         "report",
         help="write a bench's report.md and plots",
@@ -205,14 +229,14 @@ def build_parser(*, help_texts: bool = True) -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list tasks and libraries")
     listing.add_argument("what", nargs="?", choices=("tasks", "libraries", "all"), default="all")
     listing.add_argument("--gymnasium", action="store_true", help="also list every registered Gymnasium id")
-    return parser
 
 
 def parse(arguments: Sequence[str]) -> argparse.Namespace:
     """Parse a command line; trailing `key=value` words become `args.overrides`."""
     # Help texts only when help may be printed: `-h`, `--help` or an abbreviation argparse accepts (`--he`).
     asks_for_help = any(word == "-h" or (len(word) > 2 and "--help".startswith(word)) for word in arguments)
-    parser = build_parser(help_texts=asks_for_help)
+    command = arguments[0] if arguments and arguments[0] in (*COMMAND_HELP, *SPEC_HELP) else None
+    parser = build_parser(help_texts=asks_for_help, only=command)
     args, extras = parser.parse_known_args(arguments)
     args.overrides = [word for word in extras if "=" in word and not word.startswith("-")]
     if getattr(args, "spec", None) is not None and args.spec.startswith(("agent.", "env.")) and "=" in args.spec:
