@@ -3,9 +3,9 @@
 Each figure is a fresh interpreter's CPU time (user + system, its children included), `--repeats` times, the
 median printed with the spread:
 - a mistyped library, task, algorithm, framework, agent override key (of rlrun's configuration, and of RL Zoo's
-  entry for SB3 on a Gymnasium id), env override key of a Gymnasium id and a missing checkpoint, as console
-  commands (`rlrun train ...`, exit 2): goal <= 0.5 s each, since these are answered from data before torch
-  or any RL library is imported;
+  entry for SB3 on a Gymnasium id), env override key (of a Gymnasium id and of a native task) and a missing
+  checkpoint, as console commands (`rlrun train ...`, exit 2): goal <= 0.5 s each, since these are answered
+  from data before torch or any RL library is imported;
 - per library and framework, `rlrun train` up to its first env step (a task that records the CPU time at its
   first `step` and ends the process there), against `python -c "import torch, <the library's imports>"` (and,
   for a torch library, one `torch.optim.Adam` built, as the library's own training builds its optimizer before
@@ -54,6 +54,14 @@ ERRORS = {
         "agent.gama=0.9",
     ],
     "a mistyped env override key": ["train", "--task", "Pendulum-v1", "--library", "rsl_rl", "env.gravty=9"],
+    "a mistyped env override key of a native task": [
+        "train",
+        "--task",
+        "rlrun/Pendulum-v1",
+        "--library",
+        "rsl_rl",
+        "env.gravty=9",
+    ],
     "a missing checkpoint": ["play", "--task", "rlrun/CartPole-v1", "--library", "sb3", "--checkpoint", "no.pt"],
 }
 FIRST_STEP = """

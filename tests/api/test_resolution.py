@@ -35,6 +35,18 @@ EARLY = {
         ["train", "--task", "HalfCheetah-v5", "--library", "rsl_rl", "env.forward_reward_weigth=2"],
         "Did you mean 'env.forward_reward_weight'?",
     ),
+    "env override key of a native task": (  # read from its env class's source: its module imports torch
+        ["train", "--task", "rlrun/CartPole-v1", "--library", "sb3", "env.force_magg=5"],
+        "Did you mean 'env.force_mag'?",
+    ),
+    "env override value of a native task": (
+        ["train", "--task", "rlrun/Pendulum-v1", "--library", "rsl_rl", "env.g=heavy"],
+        "expects a number",
+    ),
+    "env override key of a native task for a zero agent": (
+        ["zero", "--task", "rlrun/Pendulum-v1", "env.gravty=9"],
+        "Keys of env: max_episode_steps, g.",
+    ),
     "env override key of a random agent": (
         ["random", "--task", "Pendulum-v1", "env.gravty=9"],
         "Keys of env: g, max_episode_steps.",

@@ -312,15 +312,21 @@ def _target(call: Call, request: LibraryRequest, early: Early | None = None) -> 
 
 
 def _check_env_keys(call: Call, task: str, dotlist: list[str]) -> None:
-    """Check `env.` overrides against a Gymnasium id's keywords before torch is imported (its env module only);
-    a native task's env module imports torch, so planning checks those after `import_core`."""
+    """Check `env.` overrides before torch is imported: a Gymnasium id's against its keywords (its env module
+    only), a native task's against those its env class's source declares (`static_env_config`: its module imports
+    torch). Where neither can be read, planning checks them after `import_core`."""
+    if not dotlist:
+        return
     from rlrun.envs import env_config, env_module
+    from rlrun.envs.signatures import static_env_config
 
-    module = env_module(task) if dotlist else None
-    if module is not None:
-        with env_errors(task):
+    module = env_module(task)
+    with env_errors(task):
+        if module is not None:
             call.import_modules([module])
             configs.apply_overrides(env_config(task), dotlist, scope="env")
+        elif (static := static_env_config(task)) is not None:
+            configs.apply_overrides(static, dotlist, scope="env")
 
 
 def _choose_library(call: Call, task: str, name: str | None) -> Library:

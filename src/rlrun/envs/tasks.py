@@ -48,7 +48,7 @@ VECTORIZATION_MODES = ("sync", "async", "envpool", "auto")
 EnvPool's C++ thread pool (the ids of `rlrun.envs.envpool.ENVPOOL_TASKS`), or `auto`: EnvPool where it can run the
 task (`envpool_usable`), else sync."""
 
-_SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
+SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
 """Constructor parameters that `env_config` leaves out: rlrun passes them itself."""
 
 
@@ -211,11 +211,11 @@ def env_config(task: str) -> dict[str, Any]:
     if creator is not None:
         for name, parameter in inspect.signature(creator).parameters.items():
             keyword = parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-            if keyword and parameter.default is not parameter.empty and name not in _SET_BY_RLRUN:
+            if keyword and parameter.default is not parameter.empty and name not in SET_BY_RLRUN:
                 config[name] = parameter.default
     config.update(spec.kwargs)
     config["max_episode_steps"] = spec.max_episode_steps
-    return {key: _listed(value) for key, value in config.items()}
+    return {key: as_data(value) for key, value in config.items()}
 
 
 def env_module(task: str) -> str | None:
@@ -226,13 +226,13 @@ def env_module(task: str) -> str | None:
     return entry.split(":", 1)[0] if isinstance(entry, str) and ":" in entry else None
 
 
-def _listed(value: Any) -> Any:
+def as_data(value: Any) -> Any:
     """`value` with NumPy arrays as lists, all the way down: a configuration is data that YAML writes (MuJoCo v5
     envs default `default_camera_config["lookat"]` to an array, and take a list as well)."""
     if hasattr(value, "tolist") and hasattr(value, "shape"):
         return value.tolist()
     if isinstance(value, dict):
-        return {key: _listed(item) for key, item in value.items()}
+        return {key: as_data(item) for key, item in value.items()}
     return value
 
 
