@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rlrun import configs
 from rlrun.configs import loading
@@ -154,3 +156,48 @@ def test_overrides_apply_in_their_order_a_later_one_winning():
     assert configs.apply_overrides(config, words, scope="agent") == {"a": {"b": 2, "c": [9]}, "lr": 0.1, "n": 3}
     with pytest.raises(UnknownConfigKey, match=r"'agent\.a\.d'"):  # the one at fault is named
         configs.apply_overrides(config, ["lr=0.2", "a.d=1"], scope="agent")
+
+
+_NAMES = st.sampled_from(["a", "b", "lr", "gamma", "net"])
+_LEAVES = st.one_of(st.none(), st.integers(-3, 3), st.lists(st.integers(0, 3), max_size=2))
+_CONFIGS = st.recursive(_LEAVES, lambda inner: st.dictionaries(_NAMES, inner, max_size=3), max_leaves=8).filter(
+    lambda value: isinstance(value, dict)
+)
+_KEYS = st.lists(st.one_of(_NAMES, st.sampled_from(["0", "a[0]", ""])), min_size=1, max_size=3).map(".".join)
+
+
+def _outcome(config, dotlist):
+    try:
+        return configs.apply_overrides(config, dotlist, scope="agent")
+    except (InvalidArgument, UnknownConfigKey) as error:
+        return type(error), str(error)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_CONFIGS, st.lists(st.tuples(_KEYS, st.sampled_from(["1", "null", "[2]"])), min_size=1, max_size=2))
+def test_a_key_refused_from_the_data_is_refused_as_omegaconf_refuses_it(config, pairs):
+    """Unknown keys are answered before OmegaConf is imported; the outcome (value or the one line) must be what
+    OmegaConf's own struct check gives for every configuration and override."""
+    from rlrun.configs import overrides
+
+    dotlist = [f"{key}={value}" for key, value in pairs]
+    fast = _outcome(config, dotlist)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(overrides, "_absent", lambda config, key: False)
+        assert _outcome(config, dotlist) == fast
+
+
+def test_a_mistyped_key_is_answered_without_importing_omegaconf():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from rlrun.configs import apply_overrides\n"
+        "try:\n"
+        "    apply_overrides({'algorithm': {'gamma': 0.99}}, ['algorithm.gama=0.9'], scope='agent')\n"
+        "except Exception as error:\n"
+        "    print(type(error).__name__, 'omegaconf' in sys.modules, error)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("UnknownConfigKey False ") and "Did you mean 'agent.algorithm.gamma'?" in out

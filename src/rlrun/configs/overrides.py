@@ -40,6 +40,9 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
     """Return `config` with OmegaConf dotlist overrides applied; unknown keys raise `UnknownConfigKey`."""
     if not dotlist:
         return plain(config)
+    first = dotlist[0].split("=", 1)[0]
+    if _absent(config, first):  # a mistyped key answered from the data, before OmegaConf is imported; the
+        raise _unknown_key(config, first, scope)  # later overrides are checked in order by OmegaConf, below
     import yaml
     from omegaconf import OmegaConf
     from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
@@ -60,9 +63,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
         try:
             base = OmegaConf.merge(base, OmegaConf.from_dotlist([item]))
         except ConfigKeyError:
-            close = _nearest_key(config, key)
-            hint = f" Did you mean '{scope}.{close}'?" if close else _keys_beside(config, key, scope)
-            raise UnknownConfigKey(f"unknown {scope} configuration key '{scope}.{key}'.{hint}") from None
+            raise _unknown_key(config, key, scope) from None
         except OmegaConfBaseException as error:
             listed = _list_above(config, key)
             if listed is not None:  # `hidden_dims.0=32`: OmegaConf reads the index as a key of a new section
@@ -80,6 +81,30 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
             ) from None
         check_value(config, OmegaConf.select(base, key), key, scope)
     return OmegaConf.to_container(base, resolve=True)  # type: ignore[return-value]  # a DictConfig's container: a dict
+
+
+def _absent(config: Mapping[str, Any], key: str) -> bool:
+    """Whether dotted `key` names a key missing from a section of `config` that it plainly reaches (every part
+    above it a section that holds the next): OmegaConf would refuse it in struct mode. False where it cannot
+    tell (a list, a value, OmegaConf's bracket syntax), leaving the key to OmegaConf."""
+    parts = key.split(".")
+    if "" in parts or any("[" in part or "]" in part for part in parts):
+        return False
+    section: Any = config
+    for part in parts:
+        if not isinstance(section, Mapping) or not all(isinstance(name, str) for name in section):
+            return False
+        if part not in section:
+            return True
+        section = section[part]
+    return False
+
+
+def _unknown_key(config: Mapping[str, Any], key: str, scope: str) -> UnknownConfigKey:
+    """The one line for an override of a key `config` does not have: the nearest key, or the keys beside it."""
+    close = _nearest_key(config, key)
+    hint = f" Did you mean '{scope}.{close}'?" if close else _keys_beside(config, key, scope)
+    return UnknownConfigKey(f"unknown {scope} configuration key '{scope}.{key}'.{hint}")
 
 
 def _list_above(config: Mapping[str, Any], key: str) -> tuple[str, list[Any]] | None:
