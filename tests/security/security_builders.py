@@ -362,6 +362,22 @@ def linked_run(library: str) -> Build:
     return build
 
 
+def linked_after_check(library: str, reads: int) -> Build:
+    """A genuine checkpoint that the attacker replaces, right before it is opened for the `reads + 1`-th time,
+    with a link to a loadable copy outside the log root: the run was checked while it was sound (the race
+    between the check and the read; the link staged in the run folder, renamed over the file)."""
+
+    def edit(workspace: Workspace, run: Path) -> Built:
+        checkpoint = last_checkpoint(run)
+        copy = workspace.outside / checkpoint.name
+        shutil.copyfile(checkpoint, copy)
+        staged = run / f"staged-link{checkpoint.suffix}"
+        os.symlink(copy, staged)
+        return Built(run=run, swap=(checkpoint, staged, reads), names=(checkpoint.name,))
+
+    return planted_run(library, edit)
+
+
 def linked_folder(library: str, experiment: bool) -> Build:
     """The log root's library folder (or its experiment folder) is a link to a folder outside."""
 

@@ -19,6 +19,7 @@ from security_builders import (
     genuine_lone_zip,
     hub,
     in_config,
+    linked_after_check,
     linked_folder,
     linked_part,
     linked_run,
@@ -527,6 +528,20 @@ CASES: list[Case] = [
         REFUSED,
         names=("model_0.pt",),
         why="a listed checkpoint that links outside is read",
+    ),
+    *(
+        Case(
+            f"symlink-checkpoint-after-check-{library.replace('_', '-')}-read-{reads}",
+            5,
+            library,
+            linked_after_check(library, reads),
+            ("play", "export", "resume"),
+            REFUSED,
+            slow=("export", "resume"),
+            why="the run is checked, then a link is planted before the file is opened",
+        )
+        for library in ("rsl_rl", "skrl", "rl_games", "torchrl", "sb3")
+        for reads in (0, 1)
     ),
     Case(
         "symlink-checkpoint-folder-outside",

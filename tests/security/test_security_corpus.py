@@ -166,7 +166,9 @@ def test_crafted_file(case: Case, surface: str, genuine, tmp_path: Path, capsys,
             assert problem is None, f"{problem}\n{report}"
         if expect.safe is None:  # a plain refusal changes nothing at all (a study's storage may be opened)
             allowed = ("out",) if surface == "tune" else ()
+            swapped = {os.path.relpath(path, workspace.root) for path in built.swap[:2]} if built.swap else set()
             left = [line for line in changed if not _under(line.split(" ", 1)[1], allowed)]
+            left = [line for line in left if line.split(" ", 1)[1] not in swapped]  # the attacker's own change
             assert not left, f"a refused call changed the workspace: {left[:10]}\n{report}"
     elif code == 0:
         assert expect.safe is not None, f"exit 0, but the case expects {expect}\n{report}"

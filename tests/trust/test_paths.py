@@ -112,6 +112,69 @@ def test_a_linked_folder_in_a_listed_checkpoints_path_is_refused(capsys, trained
     assert state(outside) == before
 
 
+@pytest.mark.parametrize("command", [play, export])
+def test_a_run_folder_swapped_for_a_link_after_planning_is_not_read(capsys, trained, place, monkeypatch, command):
+    """The race between the check and the read: planning found the run inside the log root, then, before the
+    library opens the checkpoint, the run folder is moved outside and a link put in its place. The file opened
+    is checked, not its name: refused, and the checkpoint outside (loadable: it would play) is not used."""
+    import rlrun.api.session
+
+    root, outside = place
+    run = copy_run(trained, root / "rsl_rl" / EXPERIMENT)
+    moved = outside / run.name
+    make_env = rlrun.api.session._make_env
+
+    def swap_then_make_env(plan):
+        run.rename(moved)
+        run.symlink_to(moved)
+        return make_env(plan)
+
+    monkeypatch.setattr(rlrun.api.session, "_make_env", swap_then_make_env)
+    code = rlrun.main(command(root, "--checkpoint", "latest"))
+    line = capsys.readouterr().err.strip().splitlines()[-1]  # export says what it is doing before it
+    assert code == 2 and line.startswith("rlrun: error: checkpoint "), line
+    assert f"points to {str(moved / trained[1])!r}, outside {str(run)!r}" in line
+    assert not (moved / "exported").exists()
+
+
+def test_reads_of_a_run_s_files_are_confined_to_the_folder_resolved_before(place):
+    """`confined` + `check_opened`: a file opened inside the folder passes; one that a link (in its path or as the
+    file itself) takes outside is refused; outside the block, and with None, nothing is confined."""
+    from rlrun.trust.checkpoints import read_bytes
+    from rlrun.trust.limits import read_text
+
+    root, outside = place
+    (root / "run").mkdir()
+    (root / "run" / "model.pt").write_bytes(b"inside")
+    (outside / "model.pt").write_bytes(b"outside")
+    (root / "run" / "linked.pt").symlink_to(outside / "model.pt")
+    (root / "run" / "same.pt").symlink_to(root / "run" / "model.pt")  # a link that stays inside: fine
+    home = paths.real(root / "run")
+    with paths.confined(home):
+        assert read_bytes(root / "run" / "model.pt", "a test checkpoint") == b"inside"
+        assert read_bytes(root / "run" / "same.pt", "a test checkpoint") == b"inside"
+        with pytest.raises(paths.OutsidePath, match=f"points to {str(outside / 'model.pt')!r}, outside"):
+            read_bytes(root / "run" / "linked.pt", "a test checkpoint")
+        with pytest.raises(paths.OutsidePath, match="points to"):
+            read_text(root / "run" / "linked.pt", "configuration", max_bytes=100)
+        with paths.confined(None):
+            assert read_bytes(root / "run" / "linked.pt", "a test checkpoint") == b"outside"
+        (root / "run").rename(root / "moved")  # the folder itself swapped for a link to elsewhere
+        (root / "run").symlink_to(outside)
+        with pytest.raises(paths.OutsidePath):
+            read_bytes(root / "run" / "model.pt", "a test checkpoint")
+    assert read_bytes(root / "run" / "model.pt", "a test checkpoint") == b"outside"  # the block is over
+    with pytest.raises(KeyError), paths.confined(home):
+        raise KeyError("the confinement ends however the block does")
+    assert read_bytes(root / "moved" / "linked.pt", "a test checkpoint") == b"outside"
+
+
+def test_the_path_of_an_open_file_is_known_here():
+    """Confinement needs the system to name an open file's path (Linux's /proc, macOS's F_GETPATH)."""
+    with open(__file__, "rb") as file:
+        assert paths.opened_path(file.fileno()) == paths.real(__file__)
+
+
 def test_a_run_folder_linked_outside_the_log_root_is_never_read(capsys, trained, place):
     root, outside = place
     real = copy_run(trained, outside, "planted")

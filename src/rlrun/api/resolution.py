@@ -106,16 +106,18 @@ def settle(
     algorithm = request.algorithm or manifest.get("algorithm") or adapter.DEFAULT_ALGORITHM
     check_algorithm(target, algorithm)
     if checkpoint is not None:
-        try:
-            adapter.check_checkpoint(checkpoint)
-        except CorruptCheckpoint as error:
-            owner = _identify_checkpoint(checkpoint, other_than=library.name)
-            if owner is None:
-                raise
-            raise InvalidArgument(
-                f"checkpoint {str(checkpoint)!r} is a {owner} checkpoint, not a {library.name} one; "
-                f"pass --library {owner}."
-            ) from error
+        # A run's checkpoint is read only from inside the run folder as it was when the run was found.
+        with paths.confined(run.home if run is not None else None):
+            try:
+                adapter.check_checkpoint(checkpoint)
+            except CorruptCheckpoint as error:
+                owner = _identify_checkpoint(checkpoint, other_than=library.name)
+                if owner is None:
+                    raise
+                raise InvalidArgument(
+                    f"checkpoint {str(checkpoint)!r} is a {owner} checkpoint, not a {library.name} one; "
+                    f"pass --library {owner}."
+                ) from error
     return Settled(algorithm=algorithm.lower(), ml_framework=framework, device=device)
 
 
@@ -225,9 +227,10 @@ def resolve_configs(
     )
     agent: dict[str, Any] | None = None
     source: dict[str, Any] = {}
-    if saved is not None and saved[0].is_file() and saved[1].is_file():
-        agent = saved_config(saved[0])
-        environment = saved_config(saved[1])
+    if run is not None and saved is not None and saved[0].is_file() and saved[1].is_file():
+        with paths.confined(run.home):
+            agent = saved_config(saved[0])
+            environment = saved_config(saved[1])
         with env_errors(target.task):
             check_saved_env(environment, env_config(target.task), saved[1])
         source = {"from": "run", "path": str(saved[0])}

@@ -26,6 +26,7 @@ from rlrun.hermetic import Call, fresh_torch_state
 from rlrun.libraries import check_sees, libraries_for
 from rlrun.libraries.base import PlayJob
 from rlrun.progress import Progress
+from rlrun.trust import paths
 
 if TYPE_CHECKING:
     from gymnasium.vector import VectorEnv
@@ -82,7 +83,15 @@ def session(
 ) -> Iterator[Session]:
     """Capture every guard, set torch's fresh state and the call's seeds, build the task's env; on the
     way out close the env, stop the progress display, collect cycles and restore every guard."""
-    with call.guarded(), _collected(), fresh_torch_state(), _determinism(deterministic, plan.device):
+    run = plan.checkpoint_run if isinstance(plan, LibraryPlan) else None
+    # A checkpoint of a run (play, export, resume) is read only from inside the run folder as it was found.
+    with (
+        call.guarded(),
+        _collected(),
+        fresh_torch_state(),
+        _determinism(deterministic, plan.device),
+        paths.confined(run.home if run is not None else None),
+    ):
         _seed_everything(plan.seed)
         _set_threads(plan.threads)
         opened = Session(_make_env(plan))

@@ -19,7 +19,7 @@ import datetime as _dt
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -258,6 +258,12 @@ class Run:
 
     path: Path
     manifest: dict[str, Any]
+    home: Path = field(init=False, repr=False, compare=False)
+    """The run folder with its links followed, as it was when the run was found: the files of the run are read
+    only from inside it (`trust.paths.confined`), so a folder swapped for a link later is not followed."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "home", paths.real(self.path))
 
     @property
     def checkpoints(self) -> list[dict[str, Any]]:
@@ -279,7 +285,7 @@ class Run:
     def file(self, name: str, what: str = "checkpoint") -> Path:
         """The path of the run's file `name` (a path inside the run), refused (`OutsidePath`, naming `what`)
         when, with its links followed, it ends outside the run folder."""
-        return paths.inside(self.path / name, self.path, what)
+        return paths.inside(self.path / name, self.home, what)
 
 
 @dataclass(frozen=True)

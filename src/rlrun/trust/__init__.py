@@ -7,5 +7,5 @@ selects code (a class, a scheduler, an activation, a model expression) is looked
 paths resolve inside their run folder and log root; sizes, nesting and aliases are bounded; what is printed or
 written into a report is escaped. docs/security.md is the threat model.
 
-This package is the one place that rule is enforced; it imports nothing of rlrun but `rlrun.errors`.
+This package is the one place that rule is enforced; it imports nothing of rlrun outside it but `rlrun.errors`.
 """

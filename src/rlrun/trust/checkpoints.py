@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rlrun.errors import CorruptCheckpoint
+from rlrun.trust import paths
 
 MAX_CHECKPOINT_BYTES = 4 << 30
 """The largest checkpoint rlrun reads (4 GiB): the agents rlrun trains save a few megabytes."""
@@ -31,11 +32,17 @@ MAX_CHECKPOINT_BYTES = 4 << 30
 def read_bytes(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_CHECKPOINT_BYTES) -> bytes:
     """The bytes of the regular file at `path`, read through one open descriptor, at most `max_bytes` of them.
     A FIFO, a device or a folder is refused without blocking on it; so is a larger file, unread. `what` names
-    the format in errors (`an RSL-RL checkpoint`)."""
+    the format in errors (`an RSL-RL checkpoint`). While a run's files are read (`paths.confined`), a file that
+    lies outside the run folder as opened is refused (`paths.OutsidePath`), unread."""
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise _refused(path, None, what, f"it cannot be opened ({_reason(error)})") from None
+    try:  # its refusal is an OSError too (PermissionError), not one of reading
+        paths.check_opened(descriptor, path, "checkpoint")
+    except BaseException:
+        os.close(descriptor)
+        raise
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from rlrun.errors import InvalidArgument
+from rlrun.trust import paths
 
 MAX_YAML_BYTES = 1 << 20
 """The largest YAML file rlrun reads (1 MiB): a spec or an agent configuration is a few kilobytes."""
@@ -108,6 +109,11 @@ def read_text(path: str | os.PathLike[str], what: str, *, max_bytes: int) -> str
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
         raise UnreadableFile(label, f"cannot be read ({_reason(error)})", "pass a readable file") from None
+    try:  # its refusal is an OSError too (PermissionError), not one of reading
+        paths.check_opened(descriptor, path, what)
+    except BaseException:
+        os.close(descriptor)
+        raise
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):

@@ -6,7 +6,10 @@ follows no such link out of its place:
 
 - the log root is the user's choice and may itself be a link; it is resolved once (`real`), and whatever rlrun
   reads or writes below it must resolve inside it (`inside`);
-- a file that a run lists (run.json, a checkpoint) must resolve inside its run folder (`inside` again);
+- a file that a run lists (run.json, a checkpoint) must resolve inside its run folder (`inside` again), and
+  must still be there when it is opened: a file is read through one descriptor, and while a call reads a run's
+  files (`confined`), the file that descriptor names is checked to lie inside the run folder as it was resolved
+  when the run was found (`check_opened`), so a folder or file swapped for a link after the check is refused;
 - a folder rlrun writes into below the log root is a real folder, not a link (`real_folders`, `output_folder`),
   and a file it creates is opened with `O_CREAT | O_EXCL | O_NOFOLLOW` (`create_file`), so that neither is ever
   written through a link that was there before.
@@ -16,7 +19,11 @@ A refusal is `OutsidePath`, a user error: one line naming the path, where it poi
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from rlrun.errors import UserError
@@ -24,9 +31,12 @@ from rlrun.errors import UserError
 __all__ = [
     "OutsidePath",
     "check_folders",
+    "check_opened",
+    "confined",
     "create_file",
     "inside",
     "is_inside",
+    "opened_path",
     "output_folder",
     "real",
     "real_folders",
@@ -65,6 +75,51 @@ def outside(what: str, path: str | os.PathLike[str], target: Path, folder: Path)
         f"{what} {os.fspath(path)!r} points to {str(target)!r}, outside {str(folder)!r}; rlrun reads and writes "
         "only inside a run's folder and its log root: remove the link (or copy the file in) and try again."
     )
+
+
+_HOME: ContextVar[Path | None] = ContextVar("rlrun_run_folder", default=None)
+"""The run folder (resolved) whose files the reads in progress may open; None: any file the caller named."""
+
+
+@contextlib.contextmanager
+def confined(folder: Path | None) -> Iterator[None]:
+    """Within the block, a file rlrun opens to read (`check_opened`) must lie inside `folder`, a run folder
+    resolved when the run was found (`runs.Run.home`); None leaves reads unconfined (a lone checkpoint)."""
+    token = _HOME.set(folder)
+    try:
+        yield
+    finally:
+        _HOME.reset(token)
+
+
+def opened_path(descriptor: int) -> Path | None:
+    """The path of the file open at `descriptor` as the system names it (every link followed): Linux's
+    /proc/self/fd, macOS's F_GETPATH; None where neither says."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{descriptor}"))
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        import fcntl
+
+        try:
+            name = fcntl.fcntl(descriptor, fcntl.F_GETPATH, bytes(1024))
+        except OSError:
+            return None
+        return Path(os.fsdecode(name.rstrip(b"\0")))
+    return None
+
+
+def check_opened(descriptor: int, path: str | os.PathLike[str], what: str) -> None:
+    """Refuse (`OutsidePath`, naming `what`) the file open at `descriptor`, opened as `path`, when a run's files
+    are being read (`confined`) and the file lies outside that run's folder: a link planted after the run was
+    checked. The file itself is checked, not its name, so no swap between the check and the read gets through."""
+    home = _HOME.get()
+    if home is None:
+        return
+    target = opened_path(descriptor)
+    if target is not None and not is_inside(target, home):
+        raise outside(what, path, target, home)
 
 
 def linked(what: str, path: str | os.PathLike[str]) -> OutsidePath:
