@@ -69,5 +69,13 @@ def test_what_the_source_does_not_say_plainly_is_left_to_the_imported_class(plan
     assert static_env_config(planted(name)) is None
 
 
+def test_a_source_too_deep_for_ast_is_left_to_the_imported_class(planted, tmp_path):
+    """`ast` gives up on a long enough expression with RecursionError: the reading says None, it does not raise."""
+    deep = "LIMIT = " + "+".join(["1"] * 200_000) + "\n"
+    source = tmp_path / "planted_native_tasks.py"
+    source.write_text(deep + source.read_text())
+    assert static_env_config(planted("Plain")) is None
+
+
 def test_a_gymnasium_id_is_not_native():
     assert static_env_config("Pendulum-v1") is None

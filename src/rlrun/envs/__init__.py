@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rlrun.envs.contract import TorchVectorEnv
+from rlrun.envs.signatures import env_config, env_module
 from rlrun.envs.tasks import (
     BUILTIN_TASKS,
     NATIVE_TASKS,
     NativeTask,
-    env_config,
-    env_module,
     make_env,
     register,
     register_task,

@@ -57,7 +57,7 @@ def check_atari(task: str, env_kwargs: Mapping[str, Any], vectorization: str, *,
     """Raise the user error that stops an Atari task on `vectorization` (sync, async or envpool), if any."""
     import importlib.util
 
-    from rlrun.envs.tasks import env_config
+    from rlrun.envs.signatures import env_config
     from rlrun.errors import InvalidArgument, MissingDependency
 
     key = refused_key(env_kwargs, env_config(task))

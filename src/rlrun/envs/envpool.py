@@ -73,7 +73,7 @@ def envpool_installed() -> bool:
 def unused_defaults(task: str) -> dict[str, Any]:
     """The keyword arguments of Gymnasium's `task` that EnvPool does not take, with Gymnasium's defaults: a value
     equal to its default may be passed (rlrun passes the whole env configuration) and is left out."""
-    from rlrun.envs.tasks import env_config
+    from rlrun.envs.signatures import env_config
 
     accepted = ENVPOOL_TASKS.get(task, frozenset()) | {"max_episode_steps"}
     return {key: value for key, value in env_config(task).items() if key not in accepted}

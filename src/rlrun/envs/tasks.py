@@ -26,7 +26,6 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
-import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -47,9 +46,6 @@ VECTORIZATION_MODES = ("sync", "async", "envpool", "auto")
 """How `make_env` runs the sub-envs of a Gymnasium (non-native) task: in this process, one process each, in
 EnvPool's C++ thread pool (the ids of `rlrun.envs.envpool.ENVPOOL_TASKS`), or `auto`: EnvPool where it can run the
 task (`envpool_usable`), else sync."""
-
-SET_BY_RLRUN = frozenset({"num_envs", "device", "render_mode"})
-"""Constructor parameters that `env_config` leaves out: rlrun passes them itself."""
 
 
 @dataclass(frozen=True)
@@ -154,7 +150,7 @@ def make_env(
     EnvPool where it can, else sync). `env_kwargs` go to the env's constructor and may include
     `max_episode_steps`. With `render_mode="rgb_array"`, `render()` returns one image per sub-env.
     """
-    spec = _find_spec(task)
+    spec = task_spec(task)
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise InvalidArgument(f"num_envs must be a positive integer, got {num_envs!r}.")
     if vectorization not in VECTORIZATION_MODES:
@@ -195,45 +191,6 @@ def make_env(
     except BaseException:
         env.close()
         raise
-
-
-def env_config(task: str) -> dict[str, Any]:
-    """Return the keyword arguments `task` accepts in `make_env(env_kwargs=...)`, with their defaults.
-
-    That is `max_episode_steps` from the spec, the env constructor's keyword parameters with defaults
-    (less `num_envs`, `device` and `render_mode`, which rlrun sets itself) and the spec's kwargs; arrays as lists.
-    """
-    spec = _find_spec(task)
-    creator = spec.vector_entry_point if spec.id in NATIVE_TASKS else spec.entry_point
-    if isinstance(creator, str):
-        creator = load_env_creator(creator)
-    config: dict[str, Any] = {}
-    if creator is not None:
-        for name, parameter in inspect.signature(creator).parameters.items():
-            keyword = parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-            if keyword and parameter.default is not parameter.empty and name not in SET_BY_RLRUN:
-                config[name] = parameter.default
-    config.update(spec.kwargs)
-    config["max_episode_steps"] = spec.max_episode_steps
-    return {key: as_data(value) for key, value in config.items()}
-
-
-def env_module(task: str) -> str | None:
-    """The module of a Gymnasium id's entry point (`env_config` needs it alone); None for a native task (its env
-    module imports torch) or an entry point that is not a `module:attr` string."""
-    spec = _find_spec(task)
-    entry = None if spec.id in NATIVE_TASKS else spec.entry_point
-    return entry.split(":", 1)[0] if isinstance(entry, str) and ":" in entry else None
-
-
-def as_data(value: Any) -> Any:
-    """`value` with NumPy arrays as lists, all the way down: a configuration is data that YAML writes (MuJoCo v5
-    envs default `default_camera_config["lookat"]` to an array, and take a list as well)."""
-    if hasattr(value, "tolist") and hasattr(value, "shape"):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {key: as_data(item) for key, item in value.items()}
-    return value
 
 
 def _register_with_gymnasium(task: NativeTask) -> None:
@@ -277,7 +234,7 @@ def _import_each(modules: Iterable[str]) -> None:
         importlib.import_module(module)
 
 
-def _find_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _import_each) -> EnvSpec:
+def task_spec(task: str, import_modules: Callable[[Iterable[str]], None] = _import_each) -> EnvSpec:
     """Return the Gymnasium spec of `task` (an id, or `module:id` after importing the module with
     `import_modules`), or raise `UnknownTask` naming the nearest registered id."""
     load_task_plugins(import_modules)
@@ -391,7 +348,7 @@ def resolve_task(task: str, import_modules: Callable[[Iterable[str]], None] = _i
     and the id it registers is returned. The simulator the task's env is made with, where rlrun guards its state
     (MuJoCo), is imported with `import_modules` too.
     """
-    spec = _find_spec(task, import_modules)
+    spec = task_spec(task, import_modules)
     import_modules(guarded_imports(spec))
     return spec.id
 
