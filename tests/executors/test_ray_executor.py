@@ -41,7 +41,10 @@ def by_index(finished: list[Finished], count: int) -> list[Finished]:
     return sorted(finished, key=lambda f: f.index)
 
 
-def test_ray_gives_the_same_outcomes_and_leaves_no_process_or_python_thread():
+def test_ray_gives_the_same_outcomes_and_leaves_no_process_or_python_thread(monkeypatch):
+    """`workload` is importable only through this process's `sys.path` (pytest put its folder there): the local
+    instance's workers inherit it as `PYTHONPATH`, and the caller's own `PYTHONPATH` is put back."""
+    monkeypatch.setenv("PYTHONPATH", "/the/callers/own")
     items = [3, 1, 4, 1, 5, workload.RAISE, 9, 2, 6]
     with InlineExecutor() as inline:
         expected = by_index(list(inline.run(workload.square_or_die, items)), len(items))
@@ -59,6 +62,7 @@ def test_ray_gives_the_same_outcomes_and_leaves_no_process_or_python_thread():
     assert not ray.is_initialized()
     assert children() == processes
     assert set(threading.enumerate()) == threads
+    assert os.environ["PYTHONPATH"] == "/the/callers/own"
 
 
 def test_ray_fails_a_task_whose_worker_died_and_cancels_a_dropped_run(tmp_path):

@@ -20,9 +20,11 @@ session already open in this process (someone else's `ray.init`) is used as it i
   bench cell on another node sends its run folder back with its row (`rlrun.benching.cell`).
 - Ray's own messages (`(raylet) ...`) go to stderr, never stdout, and the workers' output is not printed here
   (`log_to_driver=False`): stdout is rlrun's (`--json`).
-- A local instance's workers get this process's `sys.path` (`PYTHONPATH` in the job's runtime environment), so
-  that a function importable here is importable there, as in the process pool. On a cluster, the function's
-  module must be installed on every node (rlrun itself, for the bench).
+- A local instance's workers get this process's `sys.path` (as `PYTHONPATH` in the environment the instance
+  starts with, which its workers inherit), so that a function importable here is importable there, as in the
+  process pool. (A job runtime environment would do the same, but Ray then starts the job's workers afresh
+  instead of the ones it started with the instance: about a second more before the first task, measured.) On a
+  cluster, the function's module must be installed on every node (rlrun itself, for the bench).
 
 Ray is not hermetic: `ray.init` starts processes and threads in this process that `ray.shutdown` does not all
 stop (see the tests in `tests/executors/test_ray_executor.py` for what is left).
@@ -156,8 +158,8 @@ class RayExecutor(Executor):
     - `num_cpus`, `num_gpus`: the local instance's size (default: what Ray detects); ignored with an address.
     - `workers`: at most this many items submitted and not finished (default: every item at once, Ray queues
       them); a local instance also gets enough CPUs for `workers` items at once unless `num_cpus` is given.
-    - `runtime_env`: the job's Ray runtime environment (default: this process's `sys.path` for a local
-      instance, nothing for a cluster).
+    - `runtime_env`: the job's Ray runtime environment (default: none; a local instance's workers get this
+      process's `sys.path`).
     - `log_to_driver`: print the workers' output here (off by default: the bench shows its own progress).
     """
 
@@ -240,14 +242,10 @@ class RayExecutor(Executor):
         if self._remote is not None:
             return
         if not ray.is_initialized():
-            runtime_env = self.runtime_env
-            if runtime_env is None and self.address is None:
-                paths = [path for path in sys.path if path and os.path.exists(path)]
-                runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
             options: dict[str, Any] = {
                 "include_dashboard": False,
                 "log_to_driver": self.log_to_driver,
-                "runtime_env": runtime_env,
+                "runtime_env": self.runtime_env,
             }
             if self.address is None:
                 options.update(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
@@ -255,7 +253,9 @@ class RayExecutor(Executor):
             if threading.current_thread() is threading.main_thread():
                 self._handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
             self._quiet = _messages_to_stderr()
-            ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
+            local = self.address is None and self.runtime_env is None
+            with _search_path_inherited() if local else contextlib.nullcontext():
+                ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
         self._remote = ray.remote(max_retries=0)(_call)
         self._inbox = ray.remote(num_cpus=0, max_restarts=0)(_Inbox)
         self._home = _node_id(ray)
@@ -397,3 +397,18 @@ def _first_line(error: BaseException) -> str:
 
 
 __all__ = ["RayExecutor"]
+
+
+@contextlib.contextmanager
+def _search_path_inherited() -> Iterator[None]:
+    """While a local instance starts: `PYTHONPATH` set to this process's `sys.path`, which Ray's processes and the
+    workers they start inherit; the caller's `PYTHONPATH` (or its absence) is put back after."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path and os.path.exists(path))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
