@@ -593,6 +593,10 @@ ROWS = [
         "train override unparsable YAML list",
         *train("agent.actor.hidden_dims=[16,"),
     ),
+    cli(
+        "train overrides that set a key inside a list another one set",
+        *train("agent.algorithm.gamma=[2]", "agent.algorithm.gamma.a=1"),
+    ),
     # -- play
     cli("play nothing trained", "play", "--task", PENDULUM, "--log_root", "{logs}"),
     cli(

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rlrun import configs
@@ -175,6 +175,8 @@ def _outcome(config, dotlist):
 
 @settings(max_examples=150, deadline=None)
 @given(_CONFIGS, st.lists(st.tuples(_KEYS, st.sampled_from(["1", "null", "[2]"])), min_size=1, max_size=2))
+@example(config={}, pairs=[("a", "[2]"), ("a.a", "1")])  # OmegaConf's from_dotlist raised a bare ValueError
+@example(config={"a": None}, pairs=[("a", "[2]"), ("a.a", "1")])
 def test_a_key_refused_from_the_data_is_refused_as_omegaconf_refuses_it(config, pairs):
     """Unknown keys are answered before OmegaConf is imported; the outcome (value or the one line) must be what
     OmegaConf's own struct check gives for every configuration and override."""

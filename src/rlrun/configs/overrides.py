@@ -51,8 +51,10 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
     OmegaConf.set_struct(base, True)
     try:  # every override in one merge (each merge copies the whole configuration)
         merged = OmegaConf.merge(base, OmegaConf.from_dotlist(dotlist))
-    except (OmegaConfBaseException, yaml.YAMLError):
-        merged = None  # one by one below, to name the override at fault
+    except (OmegaConfBaseException, yaml.YAMLError, ValueError, TypeError, LookupError):
+        # One by one below, to name the override at fault (`from_dotlist` of `a=[2]` and `a.a=1` together
+        # raises a bare ValueError: the second sets a key on the list the first made).
+        merged = None
     if merged is not None:
         for item in dotlist:
             key = item.split("=", 1)[0]
@@ -64,7 +66,7 @@ def apply_overrides(config: Mapping[str, Any], dotlist: list[str], *, scope: str
             base = OmegaConf.merge(base, OmegaConf.from_dotlist([item]))
         except ConfigKeyError:
             raise _unknown_key(config, key, scope) from None
-        except OmegaConfBaseException as error:
+        except (OmegaConfBaseException, ValueError, TypeError, LookupError) as error:
             listed = _list_above(config, key)
             if listed is not None:  # `hidden_dims.0=32`: OmegaConf reads the index as a key of a new section
                 name, value = listed
