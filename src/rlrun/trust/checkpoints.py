@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import stat
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -35,35 +34,15 @@ def read_bytes(path: str | os.PathLike[str], what: str, *, max_bytes: int = MAX_
     the format in errors (`an RSL-RL checkpoint`). While a run's files are read (`paths.confined`), a file that
     lies outside the run folder as opened is refused (`paths.OutsidePath`), unread."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise _refused(path, None, what, f"it cannot be opened ({_reason(error)})") from None
-    try:  # its refusal is an OSError too (PermissionError), not one of reading
-        paths.check_opened(descriptor, path, "checkpoint")
-    except BaseException:
-        os.close(descriptor)
-        raise
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refused(path, None, what, "it is not a regular file")
-        if info.st_size > max_bytes:
-            raise _refused(path, info.st_size, what, f"it is larger than {_size(max_bytes)}")
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            chunk = os.read(descriptor, min(left, 1 << 24))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as error:
-        raise _refused(path, None, what, f"it cannot be read ({_reason(error)})") from None
-    finally:
-        os.close(descriptor)
-    data = b"".join(chunks)
-    if len(data) > max_bytes:  # it grew while it was read
-        raise _refused(path, len(data), what, f"it is larger than {_size(max_bytes)}")
-    return data
+        return paths.read_file(path, "checkpoint", max_bytes)
+    except paths.NotRead as refusal:
+        reason = {
+            "open": f"it cannot be opened ({refusal.reason})",
+            "type": "it is not a regular file",
+            "size": f"it is larger than {_size(max_bytes)}",
+            "read": f"it cannot be read ({refusal.reason})",
+        }[refusal.kind]
+        raise _refused(path, refusal.size, what, reason) from None
 
 
 def load_weights(
@@ -156,7 +135,3 @@ def _refused(path: str | os.PathLike[str], size: int | None, what: str, reason: 
 
 def _size(limit: int) -> str:
     return f"{limit >> 30} GiB" if limit >= 1 << 30 else f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit} bytes"
-
-
-def _reason(error: OSError) -> str:
-    return error.strerror or type(error).__name__

@@ -106,34 +106,15 @@ def read_text(path: str | os.PathLike[str], what: str, *, max_bytes: int) -> str
     dropped. A FIFO, a device or a folder is refused without blocking on it; so is a larger file, unread."""
     label = f"{what} {os.fspath(path)!r}"
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as error:
-        raise UnreadableFile(label, f"cannot be read ({_reason(error)})", "pass a readable file") from None
-    try:  # its refusal is an OSError too (PermissionError), not one of reading
-        paths.check_opened(descriptor, path, what)
-    except BaseException:
-        os.close(descriptor)
-        raise
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableFile(label, "is not a regular file", "pass a file")
-        if info.st_size > max_bytes:
-            raise UnreadableFile(label, f"is larger than {_size(max_bytes)}", "pass a smaller file")
-        chunks, left = [], max_bytes + 1
-        while left > 0:
-            chunk = os.read(descriptor, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    except OSError as error:
-        raise UnreadableFile(label, f"cannot be read ({_reason(error)})", "pass a readable file") from None
-    finally:
-        os.close(descriptor)
-    data = b"".join(chunks)
-    if len(data) > max_bytes:  # it grew after the check
-        raise UnreadableFile(label, f"is larger than {_size(max_bytes)}", "pass a smaller file")
+        data = paths.read_file(path, what, max_bytes)
+    except paths.NotRead as refusal:
+        problem, fix = {
+            "open": (f"cannot be read ({refusal.reason})", "pass a readable file"),
+            "type": ("is not a regular file", "pass a file"),
+            "size": (f"is larger than {_size(max_bytes)}", "pass a smaller file"),
+            "read": (f"cannot be read ({refusal.reason})", "pass a readable file"),
+        }[refusal.kind]
+        raise UnreadableFile(label, problem, fix) from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:

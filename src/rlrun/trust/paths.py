@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -29,6 +30,7 @@ from pathlib import Path
 from rlrun.errors import UserError
 
 __all__ = [
+    "NotRead",
     "OutsidePath",
     "check_folders",
     "check_opened",
@@ -38,6 +40,7 @@ __all__ = [
     "is_inside",
     "opened_path",
     "output_folder",
+    "read_file",
     "real",
     "real_folders",
     "replace_file",
@@ -120,6 +123,54 @@ def check_opened(descriptor: int, path: str | os.PathLike[str], what: str) -> No
     target = opened_path(descriptor)
     if target is not None and not is_inside(target, home):
         raise outside(what, path, target, home)
+
+
+class NotRead(Exception):
+    """Why `read_file` returned no bytes: `kind` is "open" or "read" (with the system's `reason`), "type" (not a
+    regular file) or "size" (larger than the limit; `size` when known). Each reader words it in its own errors."""
+
+    def __init__(self, kind: str, reason: str = "", size: int | None = None) -> None:
+        super().__init__(kind, reason, size)
+        self.kind, self.reason, self.size = kind, reason, size
+
+
+def read_file(path: str | os.PathLike[str], what: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file at `path` (`what` it is, for `check_opened`), read through one descriptor,
+    at most `max_bytes` of them: the bytes a caller checks are the bytes it loads, whatever replaces the file.
+    A FIFO, a device or a folder is refused without blocking on it, and a larger file unread (`NotRead`); while
+    a run's files are read, a file outside the run folder as opened is refused unread (`OutsidePath`)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise NotRead("open", _reason(error)) from None
+    try:
+        check_opened(descriptor, path, what)
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRead("type")
+        if info.st_size > max_bytes:
+            raise NotRead("size", size=info.st_size)
+        chunks, left = [], max_bytes + 1
+        while left > 0:
+            chunk = os.read(descriptor, min(left, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OutsidePath:
+        raise
+    except OSError as error:
+        raise NotRead("read", _reason(error)) from None
+    finally:
+        os.close(descriptor)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:  # it grew while it was read
+        raise NotRead("size", size=len(data))
+    return data
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or type(error).__name__
 
 
 def linked(what: str, path: str | os.PathLike[str]) -> OutsidePath:
