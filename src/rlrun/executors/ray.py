@@ -37,7 +37,6 @@ import importlib
 import math
 import os
 import signal
-import socket
 import sys
 import threading
 from collections import deque
@@ -45,76 +44,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
-from rlrun.executors.base import (
-    Executor,
-    Finished,
-    OnProgress,
-    Resources,
-    ResourcesFor,
-    Where,
-    describe_exception,
-    placed,
-    reporting_to,
-)
+from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
+from rlrun.executors.ray_task import Inbox, call, node_id
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
-
-
-class _Inbox:
-    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them."""
-
-    def __init__(self) -> None:
-        self._messages: list[tuple[int, bool, Any]] = []
-
-    def put(self, index: int, started: bool, message: Any) -> None:
-        self._messages.append((index, started, message))
-
-    def drain(self) -> list[tuple[int, bool, Any]]:
-        messages, self._messages = self._messages, []
-        return messages
-
-    def flush(self) -> None:
-        """Nothing: a caller that waits on it knows that every `put` it sent before has been taken."""
-
-
-def _call(function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any) -> tuple[bool, Any]:
-    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()` tells
-    `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the driver
-    is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it started and
-    sends it every `report` of `function`; all have arrived when the task returns."""
-    ray = importlib.import_module("ray")
-    node = _node_id(ray)
-    place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
-    sink = None
-    if inbox is not None:
-        # Waited for: the connection to the inbox is made now, not in the middle of `function` (a hermetic call
-        # that would see the connection's socket appear); through the reference's future, as `ray.get` or
-        # `ray.wait` in a task would lend its CPUs back to Ray, which would start a queued task beside it.
-        with contextlib.suppress(Exception):
-            inbox.put.remote(index, True, None).future().result()
-
-        def sink(message: Any) -> None:
-            inbox.put.remote(index, False, message)
-
-    try:
-        with placed(place), reporting_to(sink):
-            return True, function(item)
-    except Exception as error:
-        return False, describe_exception(error)
-    finally:
-        if inbox is not None:
-            with contextlib.suppress(Exception):  # the run is gone: nobody waits for the messages
-                inbox.flush.remote().future().result()
-
-
-def _node_id(ray: Any) -> str | None:
-    """The id of the Ray node this process runs on (None where Ray cannot say: a Ray Client driver)."""
-    try:
-        node = ray.get_runtime_context().get_node_id()
-    except Exception:
-        return None
-    return node if isinstance(node, str) else None
 
 
 def _messages_to_stderr() -> Callable[[], None] | None:
@@ -256,9 +190,9 @@ class RayExecutor(Executor):
             local = self.address is None and self.runtime_env is None
             with _search_path_inherited() if local else contextlib.nullcontext():
                 ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
-        self._remote = ray.remote(max_retries=0)(_call)
-        self._inbox = ray.remote(num_cpus=0, max_restarts=0)(_Inbox)
-        self._home = _node_id(ray)
+        self._remote = ray.remote(max_retries=0)(call)
+        self._inbox = ray.remote(num_cpus=0, max_restarts=0)(Inbox)
+        self._home = node_id(ray)
         if self.address is None:
             total = ray.cluster_resources()
             self._capacity = Resources(num_cpus=float(total.get("CPU", 0.0)), num_gpus=float(total.get("GPU", 0.0)))
