@@ -23,8 +23,8 @@ session already open in this process (someone else's `ray.init`) is used as it i
 - A local instance's workers get this process's `sys.path` (as `PYTHONPATH` in the environment the instance
   starts with, which its workers inherit), so that a function importable here is importable there, as in the
   process pool. (A job runtime environment would do the same, but Ray then starts the job's workers afresh
-  instead of the ones it started with the instance: about a second more before the first task, measured.) On a
-  cluster, the function's module must be installed on every node (rlrun itself, for the bench).
+  instead of using the ones it started with the instance.) On a cluster, the function's module must be installed
+  on every node (rlrun itself, for the bench).
 
 Ray is not hermetic: `ray.init` starts processes and threads in this process that `ray.shutdown` does not all
 stop (see the tests in `tests/executors/test_ray_executor.py` for what is left).
@@ -73,6 +73,21 @@ def _messages_to_stderr() -> Callable[[], None] | None:
             setattr(module, "print_to_stdstream", original)  # noqa: B010
 
     return restore
+
+
+@contextlib.contextmanager
+def _search_path_inherited() -> Iterator[None]:
+    """While a local instance starts: `PYTHONPATH` set to this process's `sys.path`, which Ray's processes and the
+    workers they start inherit; the caller's `PYTHONPATH` (or its absence) is put back after."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path and os.path.exists(path))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def _import_ray() -> Any:
@@ -331,18 +346,3 @@ def _first_line(error: BaseException) -> str:
 
 
 __all__ = ["RayExecutor"]
-
-
-@contextlib.contextmanager
-def _search_path_inherited() -> Iterator[None]:
-    """While a local instance starts: `PYTHONPATH` set to this process's `sys.path`, which Ray's processes and the
-    workers they start inherit; the caller's `PYTHONPATH` (or its absence) is put back after."""
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(path for path in sys.path if path and os.path.exists(path))
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = before
