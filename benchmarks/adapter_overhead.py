@@ -18,8 +18,11 @@ iterations ran 1.3-5 s a side on one machine, and their lengths moved with its s
 `--iterations N` sets every row's length outright instead (no calibration run).
 What short calls cost is `repeated_calls.py`'s goal.
 
-    python benchmarks/adapter_overhead.py [--pairs 5] [--libraries rsl_rl skrl ...] [--seconds 4 | --iterations N]
-        [--save [PATH]]
+    python benchmarks/adapter_overhead.py [--pairs 5] [--up_to N] [--libraries rsl_rl skrl ...]
+        [--seconds 4 | --iterations N] [--save [PATH]]
+
+`--up_to N`: a row whose 90% interval of the median still holds the goal after `--pairs` pairs gets two more
+pairs at a time until the interval lies on one side of it, or N pairs (`alternating.alternate`).
 
 A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (the length the
 calibration starts from) and two functions of a temporary directory and a number of iterations:
@@ -90,9 +93,12 @@ def sized(iterations: int, seconds: float, target: float) -> int:
     return max(1, round(iterations * target / seconds))
 
 
-def measure(row: ModuleType, pairs: int, iterations: int | None, seconds: float = SECONDS) -> Summary:
+def measure(
+    row: ModuleType, pairs: int, iterations: int | None, seconds: float = SECONDS, up_to: int | None = None
+) -> Summary:
     """Warm both sides up, size the row to `seconds` of the library alone unless `iterations` is given, then
-    time `pairs` alternating pairs; print each pair; return the ratios' summary."""
+    time `pairs` alternating pairs (more, up to `up_to`, while the verdict is not resolved); print each pair;
+    return the ratios' summary."""
     threads = pick_threads(None, row.NUM_ENVS)
     print(f"{row.LABEL}, {threads} torch thread{'s' * (threads != 1)}", flush=True)
     side(row.direct, iterations or row.ITERATIONS, threads)()  # warm-up: imports, first optimizer step, JIT
@@ -104,13 +110,22 @@ def measure(row: ModuleType, pairs: int, iterations: int | None, seconds: float 
     print(f"  {iterations} it a side", flush=True)
     direct, rlrun = side(row.direct, iterations, threads), side(row.through_rlrun, iterations)
     return alternate(
-        pairs, direct, rlrun, names=("library alone", "through rlrun"), leaders=("library", "rlrun"), goal=GOAL
+        pairs,
+        direct,
+        rlrun,
+        names=("library alone", "through rlrun"),
+        leaders=("library", "rlrun"),
+        goal=GOAL,
+        up_to=up_to,
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", "--repeats", type=int, default=5, help="alternating pairs per row (default 5)")
+    parser.add_argument(
+        "--up_to", type=int, default=None, help="pairs in all a row may reach while its verdict is not resolved"
+    )
     parser.add_argument("--libraries", nargs="*", default=list(ROWS), choices=ROWS, metavar="ROW")
     length = parser.add_mutually_exclusive_group()
     length.add_argument(
@@ -130,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name] = f"not measured ({reason})"
             continue
         row = importlib.import_module(f"overhead_{name}")
-        results[name] = measure(row, args.pairs, args.iterations, args.seconds)
+        results[name] = measure(row, args.pairs, args.iterations, args.seconds, args.up_to)
 
     print_table(results, ROWS, GOAL)
     if args.save:

@@ -6,8 +6,11 @@ A, and so on. Each pair gives one ratio, and the scripts report the median of th
 spread (min-max) and the load average before and after, never a best-of-N that hides how much the
 figures moved. From 5 pairs on they also print a 90% confidence interval for the median (`Summary.interval`,
 from the ratios' order statistics, assuming nothing of their distribution): where it straddles the goal, the
-verdict is the median's, but the run has not resolved it; more pairs narrow it. `alternate` runs the pairs
-and prints them; used by `adapter_overhead.py` and `repeated_calls.py`.
+verdict is the median's, but the run has not resolved it; more pairs narrow it. `alternate(..., up_to=N)` runs
+them: while the interval still holds the goal, two more pairs (one of each order) at a time, up to N in all. The
+rule stops on either side of the goal alike, so it settles a row that one short run would leave to noise without
+favouring a verdict. `alternate` runs the pairs and prints them; used by `adapter_overhead.py` and
+`repeated_calls.py`.
 """
 
 from __future__ import annotations
@@ -57,14 +60,29 @@ def alternate(
     word: str = "pair",
     unit: str = "",
     digits: int = 3,
+    up_to: int | None = None,
 ) -> Summary:
     """Time `count` alternating pairs of two warmed-up sides (each returning its own duration); print each pair
     (its sides as `names`, which led as `leaders`, by default the names) and the summary; return the summary
-    of the ratios first / second against `goal`."""
+    of the ratios first / second against `goal`. `up_to`: while the 90% interval of the median holds the goal,
+    two more pairs at a time, up to this many pairs in all."""
     before = load()
-    ratios = []
+    ratios: list[float] = []
     led = leaders or names
-    for index in range(count):
+    index = 0
+
+    def more() -> bool:
+        if index < count:
+            return True
+        if up_to is None or index >= up_to:
+            return False
+        if index > count and (index - count) % 2 == 1:  # the second pair of two, the other order
+            return True
+        return not Summary(tuple(ratios), goal, before, before).resolved
+
+    while more():
+        if index == count:
+            print(f"  the 90% interval holds the goal: two more pairs at a time, up to {up_to}", flush=True)
         a, b = pair(index, first, second)
         ratios.append(a / b)
         print(
@@ -72,6 +90,7 @@ def alternate(
             f"ratio {a / b:.{digits}f}{unit}",
             flush=True,
         )
+        index += 1
     summary = Summary(tuple(ratios), goal, before, load())
     print(f"  {summary.line(unit, digits=digits)}", flush=True)
     return summary
@@ -118,6 +137,12 @@ class Summary:
     def met(self) -> bool:
         return self.median >= self.goal
 
+    @property
+    def resolved(self) -> bool:
+        """Whether the 90% interval of the median lies on one side of the goal (False below 5 pairs)."""
+        interval = self.interval()
+        return interval is not None and (interval[0] >= self.goal or interval[1] < self.goal)
+
     def interval(self, confidence: float = 0.9) -> tuple[float, float] | None:
         """A confidence interval for the median of the ratios' distribution: the k-th smallest and k-th largest
         ratio, k the largest whose binomial tail, P(Binomial(n, 1/2) < k) on each side, stays within (1 -
@@ -149,8 +174,14 @@ class Summary:
         return (
             f"median {self.shown(digits)}{unit}{within}, spread {low:.{digits}f}-{high:.{digits}f}{unit} over "
             f"{len(self.ratios)} pair{'s' * (len(self.ratios) != 1)}, load {self.load_before:.2f} -> "
-            f"{self.load_after:.2f}; goal >= {self.goal}{unit}: {'met' if self.met else 'NOT met'}"
+            f"{self.load_after:.2f}; goal >= {self.goal}{unit}: {'met' if self.met else 'NOT met'}{self.unsettled()}"
         )
+
+    def unsettled(self) -> str:
+        """` (not resolved: the 90% interval holds the goal)` where it does, else nothing."""
+        if self.interval() is None or self.resolved:
+            return ""
+        return " (not resolved: the 90% interval holds the goal)"
 
 
 def print_table(

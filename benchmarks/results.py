@@ -155,7 +155,7 @@ class Record:
             spread_kind=f"min-max of {count} {word}{'s' * (count != 1)}",
             interval=summary.interval(),
             goal=(">=", summary.goal),
-            note=f"load {summary.load_before:.2f} -> {summary.load_after:.2f} during this row",
+            note=f"load {summary.load_before:.2f} -> {summary.load_after:.2f} during this row{summary.unsettled()}",
         )
 
     def data(self) -> dict[str, Any]:

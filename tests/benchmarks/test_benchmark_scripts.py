@@ -59,6 +59,43 @@ def test_alternate_prints_each_pair_and_returns_the_ratios_of_first_to_second(be
     assert lines[1].startswith("  round 2 (B first)") and "median 2.000" in lines[3]
 
 
+def _sides(ratios):
+    """Two sides whose pairs give `ratios` (first / second), the second side always 1 s."""
+    values = iter(ratios)
+    return (lambda: next(values)), (lambda: 1.0)
+
+
+def test_up_to_adds_pairs_two_at_a_time_while_the_interval_holds_the_goal(benchmark, capsys):
+    alternating = benchmark("alternating")
+    # Five pairs around the goal leave it inside the interval; from the seventh pair on, ratios well above it.
+    ratios = [0.95, 1.01, 0.97, 1.02, 0.99] + [1.05] * 40
+    first, second = _sides(ratios)
+    summary = alternating.alternate(5, first, second, names=("a", "b"), goal=0.98, up_to=40)
+    assert summary.resolved and summary.interval()[0] >= 0.98
+    count = len(summary.ratios)
+    assert 5 < count < 40 and (count - 5) % 2 == 0  # two at a time, one of each order
+    assert not alternating.Summary(tuple(ratios[: count - 2]), 0.98, 0, 0).resolved  # it stopped at the first chance
+    assert "two more pairs at a time, up to 40" in capsys.readouterr().out
+
+
+def test_up_to_stops_as_soon_below_the_goal_as_above_it(benchmark):
+    alternating = benchmark("alternating")
+    first, second = _sides([0.99, 0.97, 1.00, 0.96, 0.98, 0.97] + [0.90] * 40)
+    summary = alternating.alternate(6, first, second, names=("a", "b"), goal=0.98, up_to=40)
+    assert summary.resolved and summary.interval()[1] < 0.98 and not summary.met
+    assert len(summary.ratios) < 40 and len(summary.ratios) % 2 == 0
+
+
+def test_up_to_stops_at_its_cap_and_the_line_says_the_verdict_is_not_resolved(benchmark, capsys):
+    alternating = benchmark("alternating")
+    first, second = _sides([0.97, 0.99] * 20)
+    summary = alternating.alternate(6, first, second, names=("a", "b"), goal=0.98, up_to=12)
+    assert len(summary.ratios) == 12 and not summary.resolved
+    assert capsys.readouterr().out.rstrip().endswith("(not resolved: the 90% interval holds the goal)")
+    first, second = _sides([0.97, 0.99] * 20)
+    assert len(alternating.alternate(6, first, second, names=("a", "b"), goal=0.98).ratios) == 6  # no up_to: no more
+
+
 def test_summary_judges_the_median_against_the_goal_and_prints_the_spread(benchmark):
     Summary = benchmark("alternating").Summary
     summary = Summary((0.90, 1.02, 0.98), goal=0.98, load_before=1.0, load_after=1.5)
