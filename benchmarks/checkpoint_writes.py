@@ -1,9 +1,9 @@
 """What a checkpoint's writes cost: the checkpoint and its run.json entry as two atomic writes, or as one batch.
 
-Issue 12. The way before (kept here as the reference, `two_atomic_writes`) wrote the checkpoint atomically
-(temporary file, fsync, rename, fsync of the folder) and then run.json the same way: four fsyncs, two of
-them of the run folder. `RunRecord.save_checkpoint` writes both temporaries, fsyncs both, renames the
-checkpoint then run.json and fsyncs the folder once: three fsyncs, one temporary folder, one sweep.
+The reference (`two_atomic_writes`) writes the checkpoint atomically (temporary file, fsync, rename, fsync of the
+folder) and then run.json the same way: four fsyncs, two of them of the run folder. `RunRecord.save_checkpoint`
+writes both temporaries, fsyncs both, renames the checkpoint then run.json and fsyncs the folder once: three
+fsyncs, one temporary folder, one sweep.
 
 Each side saves `--saves` checkpoints of a small torch state dict (a 64x64 MLP) into a fresh run under
 `--dir` (default: the current directory; fsync costs nothing on tmpfs, so measure on the disk runs live

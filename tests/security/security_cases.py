@@ -1,6 +1,6 @@
 """The corpus as data: `Case(name, klass, library, build, surfaces, expect)`, one entry per crafted file or folder.
 
-`klass` is the class of issue 36 the file attacks (1-8):
+`klass` is the class of attack the file belongs to (1-8; the threat model is docs/security.md):
 1 configuration strings are code; 2 a shared study writes best.yaml; 3 SB3 zips unpickle; 4 check, then load
 again; 5 symlinks are followed; 6 numbers and names from files are believed; 7 specs steer I/O and the network;
 8 tracebacks and hangs instead of one line; 0 marks a control (an untouched genuine run).
@@ -12,7 +12,7 @@ says what each of them must do:
 - `REFUSED`: exit 2, one stderr line `rlrun: error: ...` naming the key, file or path at fault (`Case.names`),
   and nothing in the workspace changed;
 - `safe(check)`: exit 0, with `check` (the payload ignored or escaped: see each check) holding;
-- `either(check)`: one of the two (the issue allows both, e.g. a swapped checkpoint is read once: the call goes
+- `either(check)`: one of the two (both are safe, e.g. a swapped checkpoint is read once: the call goes
   on with the bytes it checked, or it refuses the file);
 - `cell_failed(pattern)`: `rlrun bench` exits 1 because the cell failed, its row's error one line that matches
   `pattern` (a crafted file a bench cell reads mid-bench, such as a run folder in `--storage`, fails that cell,

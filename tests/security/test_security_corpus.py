@@ -1,4 +1,4 @@
-"""The trust boundary, shown with a corpus of crafted files (issue 36, "Show it").
+"""The trust boundary, shown with a corpus of crafted files (the classes in `security_cases`).
 
 Every case of `security_corpus.CASES` is built in `tmp_path` (nothing of it is committed but this code) and run
 through every command it reaches, in-process through `rlrun.main`. Each run must:
@@ -81,7 +81,7 @@ def _params() -> list[object]:
 
 
 def test_the_corpus_covers_every_class_and_library():
-    """At least 60 crafted files, every class of issue 36 and every library path, names unique and surfaces known."""
+    """At least 60 crafted files, every class of attack and every library path, names unique and surfaces known."""
     assert len(CASES) >= 60
     assert len({case.name for case in CASES}) == len(CASES)
     assert {case.klass for case in CASES} == set(range(1, 9))

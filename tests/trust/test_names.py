@@ -1,6 +1,6 @@
-"""Configuration strings are data (issue 36, classes 1 and 2): a name that selects code is looked up in the table
-rlrun keeps per library, a model expression is parsed by rlrun, and a shared study's hand-made trials never become
-`best.yaml`.
+"""Configuration strings are data (the corpus's classes 1 and 2, `security_cases`): a name that selects code is
+looked up in the table rlrun keeps per library, a model expression is parsed by rlrun, and a shared study's
+hand-made trials never become `best.yaml`.
 
 Every crafted configuration below would run code if the library read it as it stands (RSL-RL imports a
 `class_name`, SKRL `eval`s and `exec`s): each is refused in one line naming the key, before any folder exists, and

@@ -13,7 +13,7 @@ task, library, algorithm, override key or checkpoint is answered before torch is
 CORE_IMPORTS = (*TASK_IMPORTS, "torch", "torch._dynamo")
 """Imported before any capture. `torch._dynamo` is what the first torch optimizer of a process imports
 lazily (slowly, with an env var, warning filters and atexit hooks): an import effect, not the call's. A JAX
-call builds no torch optimizer and leaves it out (1 to 1.5 s of CPU). `import_core` also registers the
+call builds no torch optimizer and leaves it out (it is slow to import). `import_core` also registers the
 installed packages' `rlrun.tasks` (their modules imported as these are)."""
 VIDEO_IMPORTS = (
     "pygame",
