@@ -77,24 +77,26 @@ def test_verbose_passes_the_library_console_output_through(log_root, capsys):
     assert "Learning iteration" in (quiet.run_dir / "console.log").read_text()
 
 
-def test_bench_board_plain_prints_one_line_per_finished_cell_with_the_count_and_eta():
+def test_bench_board_plain_says_where_the_cells_run_then_prints_each_cell_as_it_starts_and_ends():
     from rlrun.progress import BenchBoard
 
     stream = io.StringIO()
     cells = [("a", "task A  rsl_rl/ppo  seed 0"), ("b", "task B  sb3/ppo  seed 0")]
-    board = BenchBoard(cells, stream=stream, live=False)
+    board = BenchBoard(cells, stream=stream, live=False, intro="on ray x2, results to out/results.jsonl")
+    assert stream.getvalue() == "bench: 2 cells on ray x2, results to out/results.jsonl\n"  # before any cell starts
     assert board.eta() == "-"  # no cell has finished: nothing to estimate from
     board.start("a")
     board.iteration("a", 3, 12345.6, None)
     assert board.state == {"a": "running", "b": "queued"} and board.detail["a"] == "it 3  12,346 steps/s  return -"
-    assert stream.getvalue() == ""  # plain output: only finished cells print
+    assert stream.getvalue().splitlines()[1:] == ["[0/2] started task A  rsl_rl/ppo  seed 0"]  # no line per iteration
     board.finish("a", "completed", "return 12.0")
     board.start("b")
     board.finish("b", "failed", "worker died: killed by signal SIGKILL")
     board.stop()
-    lines = stream.getvalue().splitlines()
+    lines = stream.getvalue().splitlines()[2:]
     assert lines[0].startswith("[1/2] done task A  rsl_rl/ppo  seed 0: return 12.0  eta ")
-    assert lines[1].startswith("[2/2] failed task B  sb3/ppo  seed 0: worker died: killed by signal SIGKILL  eta ")
+    assert lines[1] == "[1/2] started task B  sb3/ppo  seed 0"
+    assert lines[2].startswith("[2/2] failed task B  sb3/ppo  seed 0: worker died: killed by signal SIGKILL  eta ")
     assert board.state == {"a": "done", "b": "failed"}
 
 
@@ -103,6 +105,7 @@ def test_bench_board_live_draws_a_table_of_every_cell_and_its_progress():
 
     stream = io.StringIO()
     board = BenchBoard([("a", "cell A"), ("b", "cell B")], stream=stream, live=True)
+    assert stream.getvalue() == "bench: 2 cells\n"  # said before the first cell starts, as in plain output
     board.start("a")
     board.iteration("a", 1, 100.0, 5.0)  # within a quarter second of the last draw: drawn at the next event
     board.finish("a", "completed", "return 5.0")

@@ -185,11 +185,19 @@ class StepLines:
 
 class BenchBoard:
     """A bench's cells and their states: queued, running (iteration, steps/s, return), done, failed, with the
-    bench's ETA. On a terminal, a rich table refreshed by hand (no thread) at events and at most 4 times a
-    second; elsewhere one plain line per finished cell."""
+    bench's ETA. First one line that says how many cells run where (before an executor's start, which may take
+    seconds); then, on a terminal, a rich table refreshed by hand (no thread) at events and at most 4 times a
+    second; elsewhere one plain line per cell that starts and per cell that ends."""
 
-    def __init__(self, cells: list[tuple[str, str]], stream: TextIO | None = None, live: bool | None = None) -> None:
-        """`cells`: (key, label) of every cell to run, in order."""
+    def __init__(
+        self,
+        cells: list[tuple[str, str]],
+        stream: TextIO | None = None,
+        live: bool | None = None,
+        intro: str | None = None,
+    ) -> None:
+        """`cells`: (key, label) of every cell to run, in order; `intro`: what the first line adds to the count
+        (`on ray x2, results to out/results.jsonl`)."""
         self.stream = stream or sys.stderr
         self.labels = {key: _shown(label) for key, label in cells}
         self.state = dict.fromkeys(self.labels, "queued")
@@ -200,10 +208,14 @@ class BenchBoard:
         self.live = self.stream.isatty() if live is None else live
         self._live: Any = None
         self._last = 0.0
+        count = f"{len(cells)} cell{'s' * (len(cells) != 1)}"
+        print(f"bench: {count}{f' {_shown(intro)}' if intro else ''}", file=self.stream, flush=True)
 
     def start(self, key: str) -> None:
         self.state[key] = "running"
         self.started[key] = time.monotonic()
+        if not self.live:
+            print(f"[{self._done()}/{len(self.state)}] started {self.labels[key]}", file=self.stream, flush=True)
         self._draw(force=True)
 
     def iteration(self, key: str, iteration: int, steps_per_s: float, mean_return: float | None) -> None:
@@ -217,14 +229,16 @@ class BenchBoard:
         if key in self.started:
             self.durations.append(time.monotonic() - self.started[key])
         if not self.live:
-            done = sum(state in ("done", "failed") for state in self.state.values())
             print(
-                f"[{done}/{len(self.state)}] {_shown(self.state[key])} {self.labels[key]}: {self.detail[key]}  "
+                f"[{self._done()}/{len(self.state)}] {_shown(self.state[key])} {self.labels[key]}: {self.detail[key]}  "
                 f"eta {self.eta()}",
                 file=self.stream,
                 flush=True,
             )
         self._draw(force=True)
+
+    def _done(self) -> int:
+        return sum(state in ("done", "failed") for state in self.state.values())
 
     def eta(self) -> str:
         left = sum(state in ("queued", "running", "retrying") for state in self.state.values())

@@ -41,6 +41,19 @@ def without_times(row: dict) -> dict:
     return {key: value for key, value in row.items() if key not in TIMES + WHERE}
 
 
+def test_the_command_says_where_its_cells_run_and_each_cell_as_it_starts_before_any_ends(tmp_path, capsys):
+    """Piped to a file (no terminal), a bench's first line comes before the executor starts and names it and the
+    results file; each cell says it started before it ends."""
+    out = tmp_path / "bench"
+    argv = ["bench", "--tasks", "rlrun/CartPole-v1", "--libraries", "sb3", "--seeds", "0,1", "--iterations", "2",
+            "--num_envs", "2", "--no_report", "--out", str(out), *SB3_SMALL]  # fmt: skip
+    assert rlrun.main(argv) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"bench: 2 cells on inline, results to {out / 'results.jsonl'}"
+    shown = [line.split(" rlrun/")[0] for line in lines[1:]]
+    assert shown == ["[0/2] started", "[1/2] done", "[1/2] started", "[2/2] done"]
+
+
 def test_an_inline_bench_trains_every_cell_and_writes_one_row_each(tmp_path):
     out = tmp_path / "bench"
     result = rlrun.bench(small_bench(out, eval_episodes=2))
@@ -89,7 +102,7 @@ class CtrlCAt:
         self.at = iteration
         self.sent = False
 
-    def __call__(self, cells):
+    def __call__(self, cells, where, results):
         return self
 
     def start(self, key):
@@ -228,7 +241,7 @@ def test_the_same_cell_gives_the_same_row_and_checkpoint_bytes_on_ray(tmp_path):
     on_ray = rlrun.bench(
         small_bench(tmp_path / "ray", **TWO_LIBRARIES, executor="ray", workers=2),
         check_leaks=False,
-        display=lambda cells: boards.append(RecordingBoard(cells)) or boards[-1],
+        display=lambda cells, where, results: boards.append(RecordingBoard(cells)) or boards[-1],
     )
     assert_same_cells(inline, on_ray)
     for row in on_ray.rows:  # the live table moves as on the pool: each iteration, between start and finish
@@ -297,7 +310,7 @@ def test_a_pool_bench_shows_every_iteration_and_a_worker_killed_mid_cell_fails_t
     the next cell completes."""
     boards: list[RecordingBoard] = []
 
-    def display(cells):
+    def display(cells, where, results):
         boards.append(RecordingBoard(cells))
         return boards[-1]
 

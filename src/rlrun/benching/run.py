@@ -76,8 +76,9 @@ class Board(Protocol):
     def stop(self) -> None: ...
 
 
-BoardFactory = Callable[[list[tuple[str, str]]], Board]
-"""Makes the display from the (key, label) of every cell to run."""
+BoardFactory = Callable[[list[tuple[str, str]], str, Path], Board]
+"""Makes the display from the (key, label) of every cell to run, where they run (`inline`, `ray x2`, ...) and the
+results file they go to."""
 
 
 def bench(
@@ -158,7 +159,10 @@ def _execute(plan: BenchPlan, cells: Sequence[Cell], display: BoardFactory | Non
         address=plan.address,
         resources=Resources(num_cpus=plan.num_cpus, num_gpus=plan.num_gpus),
     )
-    board = None if display is None else display([(cell.key, _cell_label(cell)) for cell in cells])
+    board = None
+    if display is not None:
+        where = plan.executor if plan.workers is None else f"{plan.executor} x{plan.workers}"
+        board = display([(cell.key, _cell_label(cell)) for cell in cells], where, plan.out / RESULTS_FILE)
     function: Callable[[Any], Any] = run_cell
     current: list[Cell] = list(cells)  # the round being run: the executor's indices are into it
     on_progress = None

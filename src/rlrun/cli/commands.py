@@ -60,8 +60,8 @@ def bench(call: Call, args: argparse.Namespace, arguments: list[str]) -> int:
             )
         request = BenchRequest(**{key: value for key, value in given.items() if value is not None})
 
-    def board(cells: list[tuple[str, str]]) -> Any:
-        return progress.BenchBoard(cells, sys.stderr)
+    def board(cells: list[tuple[str, str]], where: str, results: Path) -> Any:
+        return progress.BenchBoard(cells, sys.stderr, intro=f"on {where}, results to {relative(results)}")
 
     steps = None if args.json else progress.StepLines("bench report")
     result = bench_in_call(call, request, None if args.json else board, steps)
