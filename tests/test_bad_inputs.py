@@ -828,6 +828,10 @@ ROWS = [
     cli("bench --seeds empty", *bench("--seeds", "")),
     cli("bench --seeds too many", *bench("--seeds", "0-999999")),
     cli("bench --seeds huge", *bench("--seeds", str(2**32))),
+    cli("bench --seeds two words apart", *bench("--seeds", "0", "1")),
+    cli("bench --seeds three words apart", *bench("--seeds", "0", "1", "2")),
+    cli("bench --tasks two words apart", *bench("--tasks", PENDULUM, "rlrun/CartPole-v1")),
+    cli("bench --seeds then a path 300 chars", *bench("--seeds", "0", LONG_PATH)),
     cli("bench --suite mistyped", "bench", "--suite", "mujcoo", "--libraries", "sb3", "--out", "{tmp}/bench"),
     cli("bench --suite and --tasks", *bench("--suite", "classic", budget=())),
     cli(

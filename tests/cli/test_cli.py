@@ -234,6 +234,32 @@ def test_every_command_is_named_in_the_error_whichever_command_is_parsed(capsys)
         assert f"'{command}'" in error
 
 
+@pytest.mark.parametrize(
+    ("words", "fix"),
+    [
+        (["--seeds", "0", "1"], "'1' after --seeds '0' is not a spec file: --seeds takes one comma-separated list; "
+         "use --seeds 0,1."),
+        (["--seeds", "0", "1", "2", "--iterations", "1"], "use --seeds 0,1,2."),
+        (["--tasks", "rlrun/CartPole-v1", "rlrun/Pendulum-v1"], "use --tasks rlrun/CartPole-v1,rlrun/Pendulum-v1."),
+    ],
+    ids=["seeds", "three-seeds", "tasks"],
+)  # fmt: skip
+def test_words_after_a_list_flags_value_are_answered_with_the_list_joined(capsys, tmp_path, words, fix):
+    """argparse reads `--seeds 0 1`'s `1` as the spec file; the answer names the flag and the list it meant."""
+    argv = ["bench", "--libraries", "rsl_rl", "--tasks", "rlrun/CartPole-v1", *words, "--out", str(tmp_path / "b")]
+    assert rlrun.main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and error.rstrip().endswith(fix), error
+    assert not (tmp_path / "b").exists()
+
+
+def test_a_spec_file_is_still_a_spec_after_a_list_flag(capsys, tmp_path):
+    spec = tmp_path / "bench"  # a spec file without a YAML suffix, after a list flag's value: read as the spec
+    spec.write_text("tasks: [rlrun/CartPole-v1]\nruns: [rsl_rl]\nseeds: [0]\niterations: 0\n")
+    assert rlrun.main(["bench", "--seeds", "0", str(spec)]) == 2
+    assert "iterations" in capsys.readouterr().err  # the spec was read: its own bad value is the answer
+
+
 def test_a_checkpoint_of_another_library_is_named(capsys, trained, tmp_path):
     root, checkpoint = trained
     others = [name for name, library in LIBRARIES.items() if name != "rsl_rl" and library.installed]

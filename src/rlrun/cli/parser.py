@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from rlrun.api.requests import AgentRequest, ExportRequest, PlayRequest, TrainRequest, field_docs
@@ -126,9 +127,10 @@ def _request_flags(
             continue
         arguments = typing.get_args(kind)
         value_type = int if kind is int or int in arguments else float if kind is float or float in arguments else str
-        if typing.get_origin(kind) is tuple or any(typing.get_origin(argument) is tuple for argument in arguments):
+        listed = typing.get_origin(kind) is tuple or any(typing.get_origin(argument) is tuple for argument in arguments)
+        if listed:
             value_type = str  # comma-separated on the command line; the request parses it
-        parser.add_argument(
+        added = parser.add_argument(
             *names,
             dest=item.name,
             type=value_type,
@@ -137,6 +139,7 @@ def _request_flags(
             help=text,
             **extra,
         )
+        added.comma_separated = listed  # type: ignore[attr-defined]  # read by `_words_after_a_list`
 
 
 def build_parser(*, help_texts: bool = True, only: str | None = None) -> argparse.ArgumentParser:
@@ -243,8 +246,9 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
         args.overrides.insert(0, args.spec)  # `rlrun bench --tasks ... agent.x=1`: an override, not a spec file
         args.spec = None
     unknown = [word for word in extras if word not in args.overrides]
+    commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    _words_after_a_list(args, arguments, unknown, commands.choices[args.command])
     if unknown or (args.overrides and args.command == "list"):
-        commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
         command = commands.choices[args.command]
         flags = [flag for action in command._actions for flag in action.option_strings]
         hint = did_you_mean(unknown[0].split("=")[0], flags) if unknown and unknown[0].startswith("-") else ""
@@ -253,6 +257,43 @@ def parse(arguments: Sequence[str]) -> argparse.Namespace:
             f"(see 'rlrun {args.command} --help')"
         )
     return args
+
+
+def _words_after_a_list(
+    args: argparse.Namespace, arguments: Sequence[str], unknown: list[str], command: argparse.ArgumentParser
+) -> None:
+    """`rlrun bench --seeds 0 1`: argparse reads `1` as the spec file (and a third word as unrecognized). Where
+    the spec (not a file here) or the first unrecognized word follows the value of a comma-separated flag, say
+    so and give the list joined."""
+    listed = [action for action in command._actions if getattr(action, "comma_separated", False)]
+    lists = {flag for action in listed for flag in action.option_strings}
+    spec = getattr(args, "spec", None)
+    stray = [spec] if spec is not None and not spec.endswith((".yaml", ".yml")) else []
+    stray += [word for word in unknown[:1] if not word.startswith("-")]
+    for word in stray:
+        index = list(arguments).index(word)
+        start = index
+        while start > 0 and not arguments[start - 1].startswith("-"):
+            start -= 1
+        if start < 2 or arguments[start - 1] not in lists or (word == spec and _is_file(word)):
+            continue
+        flag = arguments[start - 1]
+        values = []
+        for value in arguments[start:]:
+            if value.startswith("-") or "=" in value:
+                break
+            values.append(value)
+        raise InvalidArgument(
+            f"rlrun {args.command}: {word!r} after {flag} {arguments[start]!r} is not a spec file: {flag} takes one "
+            f"comma-separated list; use {flag} {','.join(values)}."
+        )
+
+
+def _is_file(path: str) -> bool:
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):  # a name too long for the system, a NUL byte: no file, and planning says why
+        return False
 
 
 def _spec_command(
