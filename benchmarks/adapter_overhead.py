@@ -8,7 +8,8 @@ count rlrun picks for the run (so that the threads are not what differs). Each s
 up (imports, the first optimizer step, JIT), then `--pairs` alternating pairs (library first, then
 rlrun first, ...; see `alternating.py`). Each pair's ratio is library alone time / through rlrun time;
 the script prints every pair, the median, the spread and the load, and the goal's verdict per row:
-median >= 0.98, rlrun within 2% of the library.
+median >= 0.98, rlrun within 2% of the library. With `--up_to N`, a row whose 90% interval of the median still
+holds the goal gets two more pairs at a time, up to N in all; a row that ends there is marked not resolved.
 
 Every row is timed at the same length of call, `--seconds` of the library alone (4 by default), as timeit's
 autorange sizes its loops: after the warm-up, the library alone runs once more at the row's `ITERATIONS`,
@@ -20,9 +21,6 @@ What short calls cost is `repeated_calls.py`'s goal.
 
     python benchmarks/adapter_overhead.py [--pairs 5] [--up_to N] [--libraries rsl_rl skrl ...]
         [--seconds 4 | --iterations N] [--save [PATH]]
-
-`--up_to N`: a row whose 90% interval of the median still holds the goal after `--pairs` pairs gets two more
-pairs at a time until the interval lies on one side of it, or N pairs (`alternating.alternate`).
 
 A row is a module `benchmarks/overhead_<row>.py` with `LABEL`, `NUM_ENVS`, `ITERATIONS` (the length the
 calibration starts from) and two functions of a temporary directory and a number of iterations:
