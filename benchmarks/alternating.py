@@ -69,20 +69,8 @@ def alternate(
     before = load()
     ratios: list[float] = []
     led = leaders or names
-    index = 0
 
-    def more() -> bool:
-        if index < count:
-            return True
-        if up_to is None or index >= up_to:
-            return False
-        if index > count and (index - count) % 2 == 1:  # the second pair of two, the other order
-            return True
-        return not Summary(tuple(ratios), goal, before, before).resolved
-
-    while more():
-        if index == count:
-            print(f"  the 90% interval holds the goal: two more pairs at a time, up to {up_to}", flush=True)
+    def run(index: int) -> None:
         a, b = pair(index, first, second)
         ratios.append(a / b)
         print(
@@ -90,7 +78,17 @@ def alternate(
             f"ratio {a / b:.{digits}f}{unit}",
             flush=True,
         )
-        index += 1
+
+    def settled() -> bool:
+        return up_to is None or len(ratios) >= up_to or Summary(tuple(ratios), goal, before, before).resolved
+
+    for index in range(count):
+        run(index)
+    if not settled():
+        print(f"  the 90% interval holds the goal: two more pairs at a time, up to {up_to}", flush=True)
+    while not settled():
+        for index in range(len(ratios), min(len(ratios) + 2, up_to or 0)):  # one of each order
+            run(index)
     summary = Summary(tuple(ratios), goal, before, load())
     print(f"  {summary.line(unit, digits=digits)}", flush=True)
     return summary
