@@ -179,3 +179,22 @@ def test_rows_come_back_in_env_order_whatever_order_envpool_returns():
     ordered_obs, ordered_reward = _by_env_id(np.array([2, 0, 1]), obs, reward)
     assert ordered_obs.tolist() == [[0.0], [1.0], [2.0]] and ordered_reward.tolist() == [0.0, 10.0, 20.0]
     assert _by_env_id(np.arange(3), obs)[0] is obs
+
+
+def test_actions_of_any_array_type_are_clipped_to_the_box_and_not_kept():
+    def first_step(actions) -> torch.Tensor:  # observations and rewards (the control cost sees the clipped actions)
+        env = make_env("Hopper-v5", 2, vectorization="envpool")
+        try:
+            env.reset(seed=3)
+            obs, reward, *_ = env.step(actions)
+            return torch.cat([obs, reward[:, None]], dim=1)
+        finally:
+            env.close()
+
+    at_bounds = first_step(torch.tensor([[1.0, -1.0, 1.0], [-1.0, 1.0, 0.5]]))
+    beyond = torch.tensor([[7.0, -3.0, 2.0], [-9.0, 1.5, 0.5]])
+    assert torch.equal(first_step(beyond), at_bounds)
+    assert torch.equal(first_step(beyond.numpy()), at_bounds)
+    assert torch.equal(first_step(beyond.tolist()), at_bounds)
+    assert torch.equal(first_step(beyond.double()), at_bounds)
+    assert beyond[0, 0] == 7.0  # the caller's actions are left as they were
