@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import warnings
 
 import gymnasium
 import numpy as np
@@ -197,4 +198,9 @@ def test_actions_of_any_array_type_are_clipped_to_the_box_and_not_kept():
     assert torch.equal(first_step(beyond.numpy()), at_bounds)
     assert torch.equal(first_step(beyond.tolist()), at_bounds)
     assert torch.equal(first_step(beyond.double()), at_bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a read-only array (a broadcast) is taken without a warning
+        assert torch.equal(
+            first_step(np.broadcast_to(beyond.numpy()[:1], (2, 3))), first_step(torch.tensor([[1.0, -1.0, 1.0]] * 2))
+        )
     assert beyond[0, 0] == 7.0  # the caller's actions are left as they were

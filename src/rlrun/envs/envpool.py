@@ -264,7 +264,10 @@ class EnvPoolTorchVectorEnv(VectorEnv):
             actions = np.asarray(actions, dtype=np.int32).reshape(self.num_envs)
         else:  # clipped into a buffer of EnvPool's float64 (torch's clamp: a few microseconds less than NumPy's)
             buffer = self._actions
-            buffer.copy_(torch.as_tensor(actions).detach().reshape(buffer.shape))
+            if isinstance(actions, torch.Tensor):
+                buffer.copy_(actions.detach().reshape(buffer.shape))
+            else:  # NumPy writes it: `torch.as_tensor` would warn about a read-only array
+                buffer.numpy()[...] = np.reshape(np.asarray(actions), buffer.shape)
             buffer.clamp_(*self._bounds)
             actions = buffer.numpy()
         obs, reward, terminated, truncated, info = self._pool.step(actions)
