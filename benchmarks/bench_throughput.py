@@ -2,15 +2,20 @@
 
 Two measurements, in rounds whose order of sides alternates from round to round (`alternating.pair` for the
 pairs, the executors' order reversed every other round):
-- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`: about 24 s each on 2 quiet cores):
-  `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process pool and on a local
-  Ray instance at 1 and 2 workers; cells per minute from the bench's wall time (workers' start included). Goal on
-  2 quiet cores: the pool and Ray at 2 workers at least 1.7x inline;
+- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`: 24 to 33 s each here, as the machine's
+  load goes; each row gives its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this
+  process), on the process pool and on a local Ray instance at each of `--workers`; cells per minute from the
+  bench's wall time (workers' start included). Goal on 2 quiet cores: the pool and Ray at 2 workers at least 1.7x
+  inline. Beside each ratio, the seconds of the bench spent outside its cells (wall time less the cells' own
+  training time over the workers: starting the workers or the Ray instance, the workers' first imports, stopping
+  them): a fixed cost per bench, which a bench of more cells spreads thinner (here a local Ray instance pays about
+  11 s of it, the pool about 6.5 s: at 4 cells of 24 s Ray's 2 workers could reach at most about 1.6x; the default
+  is 8 cells, a small benchmark of two libraries over 4 seeds);
 - short cells (the same task, 4 iterations: about half a second of training): `--short_cells` seeds as
   one inline bench against one fresh `rlrun train` interpreter per cell, one after another, as a sweep script
   that starts a process per run does. Goal: at least 5x.
 
-    python benchmarks/bench_throughput.py [--cells 4] [--rounds 2] [--short_cells 8] [--save [PATH]]
+    python benchmarks/bench_throughput.py [--cells 8] [--workers 1 2] [--rounds 2] [--short_cells 8] [--save [PATH]]
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ TASK = "rlrun/Pendulum-v1"
 NUM_ENVS = 16
 ITERATIONS = 300
 SHORT_ITERATIONS = 4
-EXECUTORS = (("inline", None), ("process", 1), ("process", 2), ("ray", 1), ("ray", 2))
 RLRUN = str(Path(sys.executable).with_name("rlrun"))
 
 
-def bench(out: Path, cells: int, iterations: int, executor: str = "inline", workers: int | None = None) -> float:
-    """Run `cells` seeds as one bench; return its cells per minute."""
+def bench(
+    out: Path, cells: int, iterations: int, executor: str = "inline", workers: int | None = None
+) -> tuple[float, float, float]:
+    """Run `cells` seeds as one bench; return its cells per minute, its seconds outside the cells (its wall time
+    less the cells' own, spread over the workers) and a cell's mean training time."""
     request = rlrun.BenchRequest(
         tasks=(TASK,), runs=("rsl_rl",), seeds=tuple(range(cells)), iterations=iterations, num_envs=NUM_ENVS,
         out=str(out), report=False, executor=executor, workers=workers,
@@ -47,7 +54,8 @@ def bench(out: Path, cells: int, iterations: int, executor: str = "inline", work
     wall = time.perf_counter() - start
     if result.completed != cells:
         raise SystemExit(f"{executor} x {workers}: {result.failed} of {cells} cells failed: {result.rows}")
-    return 60 * cells / wall
+    cell_s = statistics.fmean(row["wall_s"] for row in result.rows)
+    return 60 * cells / wall, wall - cell_s * cells / (workers or 1), cell_s
 
 
 def processes(root: Path, cells: int, iterations: int) -> float:
@@ -66,28 +74,36 @@ def label(executor: str, workers: int | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cells", type=int, default=4)
+    parser.add_argument("--cells", type=int, default=8)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="the pool's and Ray's sizes")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--short_cells", type=int, default=8)
     records.add_argument(parser)
     args = parser.parse_args()
     record = records.Record.start(__file__)
     print(f"load {os.getloadavg()[0]:.2f}; cells per minute of rsl_rl PPO on {TASK}, {NUM_ENVS} envs")
-    rates: dict[str, list[float]] = {label(*side): [] for side in EXECUTORS}
+    executors = (("inline", None), *(("process", n) for n in args.workers), *(("ray", n) for n in args.workers))
+    rates: dict[str, list[float]] = {label(*side): [] for side in executors}
+    outside: dict[str, list[float]] = {label(*side): [] for side in executors}
+    cell_s: dict[str, list[float]] = {label(*side): [] for side in executors}
     short: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         bench(root / "warm-up", 1, SHORT_ITERATIONS)  # imports, as a notebook would have paid them
         for round_ in range(args.rounds):
-            order = EXECUTORS if round_ % 2 == 0 else tuple(reversed(EXECUTORS))
+            order = executors if round_ % 2 == 0 else tuple(reversed(executors))
             for executor, workers in order:
                 name = label(executor, workers)
                 out = root / f"long{round_}-{executor}{workers}"
-                rates[name].append(bench(out, args.cells, ITERATIONS, executor, workers))
-                print(f"round {round_}: {name:<11} {rates[name][-1]:6.2f} cells/min", flush=True)
+                rate, fixed, cell = bench(out, args.cells, ITERATIONS, executor, workers)
+                rates[name].append(rate)
+                outside[name].append(fixed)
+                cell_s[name].append(cell)
+                print(f"round {round_}: {name:<11} {rate:6.2f} cells/min, cells of {cell:4.1f} s, {fixed:5.1f} s "
+                      "outside the cells", flush=True)  # fmt: skip
             pair = alternating.pair(
                 round_,
-                lambda: bench(root / f"short{round_}", args.short_cells, SHORT_ITERATIONS),  # noqa: B023
+                lambda: bench(root / f"short{round_}", args.short_cells, SHORT_ITERATIONS)[0],  # noqa: B023
                 lambda: processes(root / f"loop{round_}", args.short_cells, SHORT_ITERATIONS),  # noqa: B023
             )
             short.append(pair)
@@ -101,13 +117,16 @@ def main() -> None:
         ratios = [value / base for value, base in zip(values, inline, strict=True)]
         goal = ("process x2", "ray x2")
         shown = "  goal >= 1.7x" if name in goal else ""
+        fixed = statistics.median(outside[name])
         print(f"{name:<11} / inline: median {statistics.median(ratios):.2f}x "
-              f"(range {min(ratios):.2f}-{max(ratios):.2f}x){shown}")  # fmt: skip
+              f"(range {min(ratios):.2f}-{max(ratios):.2f}x), {fixed:.1f} s outside the cells{shown}")  # fmt: skip
         record.add(
-            f"cells per minute, {name} / inline ({args.cells} cells of {ITERATIONS} iterations, about 24 s each)",
+            f"cells per minute, {name} / inline ({args.cells} cells of {ITERATIONS} iterations)",
             statistics.median(ratios), unit="x", digits=2, spread=(min(ratios), max(ratios)), spread_kind=kind,
             goal=(">=", 1.7) if name in goal else None,
-            note=f"{name} {statistics.median(values):.2f} cells/min, inline {statistics.median(inline):.2f}",
+            note=f"{name} {statistics.median(values):.2f} cells/min, inline {statistics.median(inline):.2f}; "
+            f"cells of {statistics.median(cell_s[name]):.1f} s (inline {statistics.median(cell_s['inline']):.1f} s); "
+            f"{fixed:.1f} s of the bench outside its cells (inline {statistics.median(outside['inline']):.1f} s)",
         )  # fmt: skip
     ratios = [bench_rate / loop_rate for bench_rate, loop_rate in short]
     print(f"short cells, inline bench / one process per cell: median {statistics.median(ratios):.2f}x "

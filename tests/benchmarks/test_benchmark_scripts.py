@@ -532,3 +532,25 @@ def test_commit_interference_times_every_variant_and_both_committers_commit(benc
     folder = tmp_path / "commits"
     assert interference.commits(str(folder), 0.0, iter([True, True, False]).__next__) == 2
     assert sorted(path.name for path in folder.iterdir()) == [".tmp", "agent_0.pt", "agent_1.pt"]
+
+
+def test_bench_throughput_counts_as_outside_the_cells_the_wall_time_their_training_over_the_workers_leaves(
+    benchmark, monkeypatch
+):
+    """A bench of 4 cells of 10 s on 2 workers that took 27 s spent 7 s outside its cells: the fixed cost the page
+    shows beside each executor's ratio (and inline, whose cells fill its wall time, spends none)."""
+    bench_throughput = benchmark("bench_throughput")
+    clock = iter([100.0, 127.0, 200.0, 240.0])
+    monkeypatch.setattr(bench_throughput.time, "perf_counter", lambda: next(clock))
+    requests = []
+
+    def fake_bench(request, check_leaks):
+        requests.append((request.executor, request.workers, check_leaks))
+        rows = [{"wall_s": 10.0} for _ in request.seeds]
+        return type("Result", (), {"completed": len(rows), "failed": 0, "rows": rows})()
+
+    monkeypatch.setattr(bench_throughput.rlrun, "bench", fake_bench)
+    rate, outside, cell = bench_throughput.bench(Path("unused"), 4, 3, "ray", 2)
+    assert (rate, outside, cell) == (pytest.approx(60 * 4 / 27), pytest.approx(7.0), pytest.approx(10.0))
+    assert bench_throughput.bench(Path("unused"), 4, 3) == (pytest.approx(6.0), pytest.approx(0.0), 10.0)
+    assert requests == [("ray", 2, False), ("inline", None, True)]
