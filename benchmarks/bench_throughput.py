@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import alternating
 import results as records
@@ -40,11 +41,17 @@ SHORT_ITERATIONS = 4
 RLRUN = str(Path(sys.executable).with_name("rlrun"))
 
 
-def bench(
-    out: Path, cells: int, iterations: int, executor: str = "inline", workers: int | None = None
-) -> tuple[float, float, float]:
-    """Run `cells` seeds as one bench; return its cells per minute, its seconds outside the cells (its wall time
-    less the cells' own, spread over the workers) and a cell's mean training time."""
+class Measured(NamedTuple):
+    """One bench: its cells per minute, its seconds outside the cells (its wall time less the cells' own, spread
+    over the workers) and a cell's mean training time."""
+
+    rate: float
+    outside_s: float
+    cell_s: float
+
+
+def bench(out: Path, cells: int, iterations: int, executor: str = "inline", workers: int | None = None) -> Measured:
+    """Run `cells` seeds as one bench and measure it."""
     request = rlrun.BenchRequest(
         tasks=(TASK,), runs=("rsl_rl",), seeds=tuple(range(cells)), iterations=iterations, num_envs=NUM_ENVS,
         out=str(out), report=False, executor=executor, workers=workers,
@@ -55,7 +62,7 @@ def bench(
     if result.completed != cells:
         raise SystemExit(f"{executor} x {workers}: {result.failed} of {cells} cells failed: {result.rows}")
     cell_s = statistics.fmean(row["wall_s"] for row in result.rows)
-    return 60 * cells / wall, wall - cell_s * cells / (workers or 1), cell_s
+    return Measured(60 * cells / wall, wall - cell_s * cells / (workers or 1), cell_s)
 
 
 def processes(root: Path, cells: int, iterations: int) -> float:
@@ -83,9 +90,7 @@ def main() -> None:
     record = records.Record.start(__file__)
     print(f"load {os.getloadavg()[0]:.2f}; cells per minute of rsl_rl PPO on {TASK}, {NUM_ENVS} envs")
     executors = (("inline", None), *(("process", n) for n in args.workers), *(("ray", n) for n in args.workers))
-    rates: dict[str, list[float]] = {label(*side): [] for side in executors}
-    outside: dict[str, list[float]] = {label(*side): [] for side in executors}
-    cell_s: dict[str, list[float]] = {label(*side): [] for side in executors}
+    measured: dict[str, list[Measured]] = {label(*side): [] for side in executors}
     short: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
@@ -95,38 +100,38 @@ def main() -> None:
             for executor, workers in order:
                 name = label(executor, workers)
                 out = root / f"long{round_}-{executor}{workers}"
-                rate, fixed, cell = bench(out, args.cells, ITERATIONS, executor, workers)
-                rates[name].append(rate)
-                outside[name].append(fixed)
-                cell_s[name].append(cell)
-                print(f"round {round_}: {name:<11} {rate:6.2f} cells/min, cells of {cell:4.1f} s, {fixed:5.1f} s "
-                      "outside the cells", flush=True)  # fmt: skip
+                one = bench(out, args.cells, ITERATIONS, executor, workers)
+                measured[name].append(one)
+                print(f"round {round_}: {name:<11} {one.rate:6.2f} cells/min, cells of {one.cell_s:4.1f} s, "
+                      f"{one.outside_s:5.1f} s outside the cells", flush=True)  # fmt: skip
             pair = alternating.pair(
                 round_,
-                lambda: bench(root / f"short{round_}", args.short_cells, SHORT_ITERATIONS)[0],  # noqa: B023
+                lambda: bench(root / f"short{round_}", args.short_cells, SHORT_ITERATIONS).rate,  # noqa: B023
                 lambda: processes(root / f"loop{round_}", args.short_cells, SHORT_ITERATIONS),  # noqa: B023
             )
             short.append(pair)
             print(f"round {round_}: short cells, inline bench {pair[0]:6.1f} cells/min, one process per cell "
                   f"{pair[1]:6.1f} cells/min, {pair[0] / pair[1]:.2f}x", flush=True)  # fmt: skip
     kind = f"min-max of {args.rounds} round{'s' * (args.rounds != 1)}"
-    inline = rates["inline"]
-    for name, values in rates.items():
+    def median(name: str, field: str) -> float:
+        return statistics.median(getattr(one, field) for one in measured[name])
+
+    for name, benches in measured.items():
         if name == "inline":
             continue
-        ratios = [value / base for value, base in zip(values, inline, strict=True)]
+        ratios = [one.rate / base.rate for one, base in zip(benches, measured["inline"], strict=True)]
         goal = ("process x2", "ray x2")
         shown = "  goal >= 1.7x" if name in goal else ""
-        fixed = statistics.median(outside[name])
+        fixed = median(name, "outside_s")
         print(f"{name:<11} / inline: median {statistics.median(ratios):.2f}x "
               f"(range {min(ratios):.2f}-{max(ratios):.2f}x), {fixed:.1f} s outside the cells{shown}")  # fmt: skip
         record.add(
             f"cells per minute, {name} / inline ({args.cells} cells of {ITERATIONS} iterations)",
             statistics.median(ratios), unit="x", digits=2, spread=(min(ratios), max(ratios)), spread_kind=kind,
             goal=(">=", 1.7) if name in goal else None,
-            note=f"{name} {statistics.median(values):.2f} cells/min, inline {statistics.median(inline):.2f}; "
-            f"cells of {statistics.median(cell_s[name]):.1f} s (inline {statistics.median(cell_s['inline']):.1f} s); "
-            f"{fixed:.1f} s of the bench outside its cells (inline {statistics.median(outside['inline']):.1f} s)",
+            note=f"{name} {median(name, 'rate'):.2f} cells/min, inline {median('inline', 'rate'):.2f}; "
+            f"cells of {median(name, 'cell_s'):.1f} s (inline {median('inline', 'cell_s'):.1f} s); "
+            f"{fixed:.1f} s of the bench outside its cells (inline {median('inline', 'outside_s'):.1f} s)",
         )  # fmt: skip
     ratios = [bench_rate / loop_rate for bench_rate, loop_rate in short]
     print(f"short cells, inline bench / one process per cell: median {statistics.median(ratios):.2f}x "
