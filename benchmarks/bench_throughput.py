@@ -113,6 +113,7 @@ def main() -> None:
             print(f"round {round_}: short cells, inline bench {pair[0]:6.1f} cells/min, one process per cell "
                   f"{pair[1]:6.1f} cells/min, {pair[0] / pair[1]:.2f}x", flush=True)  # fmt: skip
     kind = f"min-max of {args.rounds} round{'s' * (args.rounds != 1)}"
+
     def median(name: str, field: str) -> float:
         return statistics.median(getattr(one, field) for one in measured[name])
 
