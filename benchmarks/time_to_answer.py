@@ -9,7 +9,8 @@ median printed with the spread:
 - per library and framework, `rlrun train` up to its first env step (a task that records the CPU time at its
   first `step` and ends the process there), against `python -c "import torch, <the library's imports>"` (and,
   for a torch library, one `torch.optim.Adam` built, as the library's own training builds its optimizer before
-  its first step: `TORCH_OPTIMIZER`) in the same run, in pairs whose order alternates after one untimed run of
+  its first step: `TORCH_OPTIMIZER`; for JAX, its CPU backend started by one array, as any JAX program's first
+  operation starts it: `JAX_BACKEND`) in the same run, in pairs whose order alternates after one untimed run of
   each: the median of the pairs' differences, goal at most + 0.3 s.
 
 Every process runs with its modules' bytecode cached, as an installed package has it: the children get a
@@ -39,6 +40,9 @@ TORCH_OPTIMIZER = "torch.optim.Adam([torch.zeros(1, requires_grad=True)])"
 """What the bare side of a torch library does beyond its imports: build an optimizer, as every torch library's own
 training does before its first env step. Its constructor imports `torch._dynamo` (1 to 1.5 s of CPU here), which
 rlrun imports before the call's capture: without it the bare side would leave out what the library itself pays."""
+JAX_BACKEND = "jax.numpy.zeros(1).block_until_ready()"
+"""What the bare side of a JAX library does beyond its imports: start JAX's CPU backend (its XLA client and
+devices), which JAX does lazily at a program's first array, and every JAX training does before its first step."""
 ERRORS = {
     "a mistyped library": ["train", "--task", "rlrun/CartPole-v1", "--library", "sb"],
     "a mistyped task": ["train", "--task", "rlrun/CartPol-v1"],
@@ -111,6 +115,8 @@ def paired(library: str, framework: str, repeats: int) -> tuple[list[float], lis
     code = "import " + ", ".join(dict.fromkeys(("torch", *load_adapter(LIBRARIES[library]).IMPORTS[framework])))
     if framework == "torch":
         code += f"; {TORCH_OPTIMIZER}"
+    if framework == "jax":
+        code += f"; {JAX_BACKEND}"
     bare = [sys.executable, "-c", code]
     cpu_of(bare, expect=0)
     first_step(library, framework)
