@@ -70,6 +70,41 @@ def test_a_dead_worker_fails_its_item_alone_and_is_replaced(item, reason):
         assert [f.value for f in pool.run(workload.pid_of, [8])] == [(8, second)]
 
 
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import workload
+from rlrun.executors import ProcessExecutor
+
+def main():
+    with ProcessExecutor(workers=1) as pool:
+        print([f.error or f.value for f in pool.run(workload.square_or_die, [3])])
+"""
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_without_the_main_guard_is_told_why_its_workers_die(tmp_path, guarded):
+    """Spawn imports the calling script again in each worker: unguarded, the worker runs its pool too, which
+    multiprocessing refuses (exit 1) before the worker ran anything. The row names the fix."""
+    script = tmp_path / "script.py"
+    call = 'if __name__ == "__main__":\n    main()\n' if guarded else "main()\n"
+    script.write_text(SCRIPT.format(tests=os.path.dirname(workload.__file__)) + call)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if guarded:
+        assert done.stdout.strip() == "[9]"
+    else:
+        assert "worker died: exited with code 1; it died while starting" in done.stdout
+        assert 'if __name__ == "__main__":' in done.stdout
+        assert "bootstrapping phase" in done.stderr  # Python's own explanation, from the worker
+
+
+def test_a_worker_that_exits_with_code_1_after_starting_gets_no_hint():
+    with leaves_nothing_behind(), ProcessExecutor(workers=1) as pool:
+        finished = by_index(list(pool.run(workload.square_or_die, [2, workload.EXIT_ONE, 4])), 3)
+    assert [f.error or f.value for f in finished] == [4, "worker died: exited with code 1", 16]
+
+
 @pytest.mark.parametrize(("item", "reason"), DEATHS)
 def test_the_pool_goes_on_when_a_worker_dies(item, reason):
     items = [0, item, 2, 3, item, 5, 6, 7, 8, 9]

@@ -15,17 +15,21 @@ from pathlib import Path
 
 KILL = "kill"
 EXIT = "exit"
+EXIT_ONE = "exit 1"
 RAISE = "raise"
 INTERRUPT = "interrupt"
 GAVE_UP = "gave up"
 
 
 def square_or_die(item: int | str) -> int:
-    """`item * item`, except for `KILL`, `EXIT`, `RAISE` and `INTERRUPT` (raises `KeyboardInterrupt`)."""
+    """`item * item`, except for `KILL`, `EXIT` (code 3), `EXIT_ONE`, `RAISE` and `INTERRUPT` (raises
+    `KeyboardInterrupt`)."""
     if item == KILL:
         os.kill(os.getpid(), signal.SIGKILL)
     if item == EXIT:
         os._exit(3)
+    if item == EXIT_ONE:
+        os._exit(1)
     if item == RAISE:
         raise ValueError("no square for this item\nsecond line of the message")
     if item == INTERRUPT:

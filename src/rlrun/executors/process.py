@@ -8,7 +8,8 @@ worker held when it died. No queue, so no feeder thread and no semaphore.
 - A worker imports what it needs once and serves item after item (each a hermetic call in the bench).
 - A worker that dies mid-item (SIGKILL, segfault, `os._exit`, out of memory) fails that item alone with
   one line (`worker died: killed by signal SIGKILL`, `worker died: exited with code 3`); the pool starts
-  another worker and goes on.
+  another worker and goes on. A worker that exits with code 1 before its first message (`READY`) is said to
+  have died while starting, with the usual cause: a calling script without `if __name__ == "__main__":`.
 - Workers ignore SIGINT: Ctrl-C goes to the whole foreground process group, and it is the parent that
   decides. SIGINT stays blocked from the moment a worker is started until it has set that up, so a
   worker still booting never prints a `KeyboardInterrupt` traceback.
@@ -61,6 +62,8 @@ def _serve(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     with conn:
+        with contextlib.suppress(EOFError, OSError):
+            conn.send(READY)
         while True:
             try:
                 message = conn.recv()
@@ -87,6 +90,16 @@ def _send_progress(conn: Connection, message: Any) -> None:
 
 PROGRESS = "progress"
 """Marks a worker's progress message; an item's reply is a 4-tuple."""
+READY = "ready"
+"""A worker's first message: it started and runs its loop (spawn's start, its imports of the calling script's
+main module included, went through)."""
+UNGUARDED_MAIN = (
+    "; it died while starting, before it ran anything: a script that runs rlrun with the process executor must "
+    'call it under `if __name__ == "__main__":`, since each worker imports the script again (Python\'s own '
+    "message is on stderr)"
+)
+"""Added to the reason of a worker that died before its `READY`: the usual cause is a script without the main
+guard, whose module-level rlrun call the worker then runs, which multiprocessing refuses with exit code 1."""
 
 
 def _serve_one(payload: bytes) -> tuple[bool, Any, bool]:
@@ -119,6 +132,8 @@ class _Worker:
         self.process = process
         self.conn = conn
         self.index: int | None = None
+        self.ready = False
+        """Whether its `READY` came: it got through its start."""
         self.reason: str | None = None
         """Why the process ended, once it is released (joined and closed)."""
 
@@ -140,6 +155,8 @@ class _Worker:
                 self.process.kill()
                 self.process.join()
             reason = death_reason(self.process.exitcode)
+            if not self.ready and self.process.exitcode == 1:
+                reason += UNGUARDED_MAIN
             self.conn.close()
             self.process.close()
             self.reason = reason
@@ -342,6 +359,10 @@ class ProcessExecutor(Executor):
         try:
             while worker.conn.poll():
                 message = worker.conn.recv()
+                if isinstance(message, str) and message == READY:
+                    worker.ready = True
+                    message = None
+                    continue
                 if not (isinstance(message, tuple) and len(message) == 2 and message[0] == PROGRESS):
                     break
                 if on_progress is not None:
