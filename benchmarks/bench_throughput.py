@@ -2,15 +2,14 @@
 
 Two measurements, in rounds whose order of sides alternates from round to round (`alternating.pair` for the
 pairs, the executors' order reversed every other round):
-- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`: 24 to 33 s each here, as the machine's
-  load goes; each row gives its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this
-  process), on the process pool and on a local Ray instance at each of `--workers`; cells per minute from the
-  bench's wall time (workers' start included). Goal on 2 quiet cores: the pool and Ray at 2 workers at least 1.7x
-  inline. Beside each ratio, the seconds of the bench spent outside its cells (wall time less the cells' own
-  training time over the workers: starting the workers or the Ray instance, the workers' first imports, stopping
-  them): a fixed cost per bench, which a bench of more cells spreads thinner (here a local Ray instance pays about
-  11 s of it, the pool about 6.5 s: at 4 cells of 24 s Ray's 2 workers could reach at most about 1.6x; the default
-  is 8 cells, a small benchmark of two libraries over 4 seeds);
+- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`, at least 20 s each; each row gives
+  its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process
+  pool and on a local Ray instance at each of `--workers`; cells per minute from the bench's wall time (workers'
+  start included). Goal on 2 quiet cores: the pool and Ray at 2 workers at least 1.7x inline. Beside each ratio,
+  the seconds of the bench spent outside its cells (wall time less the cells' own training time over the
+  workers: starting the workers or the Ray instance, the workers' first imports, stopping them): a fixed cost per
+  bench, which a bench of more cells spreads thinner (the default is 8 cells, a small benchmark of two libraries
+  over 4 seeds);
 - short cells (the same task, 4 iterations: about half a second of training): `--short_cells` seeds as
   one inline bench against one fresh `rlrun train` interpreter per cell, one after another, as a sweep script
   that starts a process per run does. Goal: at least 5x.

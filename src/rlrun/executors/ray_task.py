@@ -17,9 +17,8 @@ __all__ = ["Inbox", "call", "node_id"]
 SEND_EVERY_S = 0.5
 """The shortest time between two sends of a task's reports to its inbox. Each send is an actor call into the one
 inbox of the run: a training reports every iteration (ten a second is common), so a bench of a hundred cells on a
-cluster would send a thousand calls a second into one actor. Batched, a cell sends at most two a second (a
-two-cell bench of 150 iterations: 65 calls instead of 300), and the driver, which looks at the inbox every half
-second, shows the same progress."""
+cluster would send a thousand calls a second into one actor. Batched, a cell sends at most two a second, and the
+driver, which looks at the inbox every half second, shows the same progress."""
 
 
 class Inbox:
@@ -28,8 +27,9 @@ class Inbox:
     def __init__(self) -> None:
         self._messages: list[tuple[int, bool, Any]] = []
 
-    def put(self, index: int, started: bool, message: Any) -> None:
-        self._messages.append((index, started, message))
+    def start(self, index: int) -> None:
+        """Task `index` started."""
+        self._messages.append((index, True, None))
 
     def put_many(self, index: int, messages: list[Any]) -> None:
         """Reports of task `index`, in the order it made them."""
@@ -57,7 +57,7 @@ def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int
         # that would see the connection's socket appear); through the reference's future, as `ray.get` or
         # `ray.wait` in a task would lend its CPUs back to Ray, which would start a queued task beside it.
         with contextlib.suppress(Exception):
-            inbox.put.remote(index, True, None).future().result()
+            inbox.start.remote(index).future().result()
         sink = Batches(inbox, index)
 
     try:
