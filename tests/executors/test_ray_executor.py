@@ -36,6 +36,18 @@ def children() -> set[str]:
     return found
 
 
+def inbox_processes() -> int:
+    """Ray's processes that host a run's inbox actor (Ray titles an actor's process `ray::<class>`)."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                count += cmdline.read().startswith(b"ray::Inbox")
+        except OSError:  # the process ended while being read
+            continue
+    return count
+
+
 def by_index(finished: list[Finished], count: int) -> list[Finished]:
     assert sorted(f.index for f in finished) == list(range(count))
     return sorted(finished, key=lambda f: f.index)
@@ -91,14 +103,18 @@ def test_ray_queues_every_item_and_calls_on_start_when_each_task_starts():
     and fourth two-second items begin only once one of the first two has ended, and `on_start` says so (it is
     called when the task starts on its node, not when it is queued). Ordered by cause, on the wall clock the
     tasks and the driver share: a queued task's `on_start` comes after a first task ended, however late the
-    driver hears of either under load. Reports arrive in order, after the start, before the item's `Finished`."""
+    driver hears of either under load. Only a run that listens to progress starts an inbox actor; reports arrive
+    in order, after the start, before the item's `Finished`."""
     with RayExecutor(num_cpus=2) as executor:
         queued: list[int] = []
         on_start_at: dict[int, float] = {}
 
+        inboxes: list[int] = []
+
         def on_start(index: int) -> None:
             queued.append(len(executor._in_flight))
             on_start_at[index] = time.time()
+            inboxes.append(inbox_processes())
 
         spans = {f.index: f.value for f in executor.run(workload.timed_nap, [2.0, 2.0, 2.0, 2.0], on_start)}
         assert max(queued) == 4, "every item was submitted before the first finished"
@@ -108,18 +124,22 @@ def test_ray_queues_every_item_and_calls_on_start_when_each_task_starts():
         for index in later:
             assert spans[index][0] >= first_end, "a queued item began only once a CPU was free"
             assert on_start_at[index] >= first_end, "on_start came when the task started, not when it was queued"
+        for index in spans:
+            assert on_start_at[index] < spans[index][1], "on_start came while the task ran, not once it ended"
+        assert inboxes == [0] * 4, "without on_progress, the starts came without an inbox actor"
 
         reports: list[tuple] = []
         for finished in executor.run(
             workload.count_aloud,
             [3, 0, 2],
             lambda index: reports.append((index, "start")),
-            lambda index, message: reports.append((index, message)),
+            lambda index, message: reports.append((index, message, inbox_processes() > 0)),
         ):
             reports.append((finished.index, "finished", finished.value))
     for index, item in enumerate([3, 0, 2]):
         mine = [event for event in reports if event[0] == index]
-        assert mine == [(index, "start"), *((index, (item, step)) for step in range(item)), (index, "finished", item)]
+        steps = ((index, (item, step), True) for step in range(item))  # through the inbox
+        assert mine == [(index, "start"), *steps, (index, "finished", item)]
 
 
 def test_ray_with_workers_keeps_at_most_that_many_items_in_flight():

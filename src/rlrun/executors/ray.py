@@ -10,9 +10,11 @@ session already open in this process (someone else's `ray.init`) is used as it i
   only kill it again).
 - Every item is submitted at once, as a task with the CPUs and GPUs it asks for, and Ray queues them and places
   each on a node with room (`workers`, when given, bounds how many are submitted and not yet finished).
-  `on_start(index)` is called when a task starts on its node, not when it is queued, and `report(message)`
-  inside `function` reaches `on_progress` (through a small actor the run's tasks report into, drained between
-  waits; each task's messages arrive before its `Finished`).
+  `on_start(index)` is called when a task starts on its node, not when it is queued (each task is a streaming
+  generator that yields once as it begins, then its outcome), and `report(message)` inside `function` reaches
+  `on_progress` (through a small actor the run's tasks report into, drained between waits, made only when
+  `on_progress` is given, since it is one more worker process to start; each task's messages arrive before its
+  `Finished`).
 - An item that needs more CPUs or GPUs than a local instance has fails at once; on a cluster it waits.
 - Leaving the context, dropping a run half-way or Ctrl-C cancels the tasks still queued or running
   (`ray.cancel(force=True)`).
@@ -45,7 +47,7 @@ from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
 from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
-from rlrun.executors.ray_task import Inbox, call, node_id
+from rlrun.executors.ray_task import STARTED, Inbox, node_id, stream
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
@@ -205,7 +207,7 @@ class RayExecutor(Executor):
             local = self.address is None and self.runtime_env is None
             with _search_path_inherited() if local else contextlib.nullcontext():
                 ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
-        self._remote = ray.remote(max_retries=0)(call)
+        self._remote = ray.remote(max_retries=0, num_returns="streaming")(stream)
         self._inbox = ray.remote(num_cpus=0, max_restarts=0)(Inbox)
         self._home = node_id(ray)
         if self.address is None:
@@ -234,7 +236,7 @@ class RayExecutor(Executor):
             if not items:
                 return
             self._connect()
-            if on_start is not None or on_progress is not None:
+            if on_progress is not None:
                 inbox = self._inbox.remote()
             pending = deque(range(len(items)))
             while pending or self._in_flight:
@@ -248,12 +250,15 @@ class RayExecutor(Executor):
                 ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=WAIT_S)
                 if inbox is not None:
                     self._deliver(inbox, started, on_start, on_progress)
-                for ref in ready:
-                    index = self._in_flight.pop(ref)
-                    if on_start is not None and index not in started:  # it died before it could say it started
+                for task in ready:
+                    index = self._in_flight[task]
+                    outcome = self._next(index, task)
+                    if on_start is not None and index not in started:  # at its start, or it died before it began
                         started.add(index)
                         on_start(index)
-                    yield self._outcome(index, ref)
+                    if outcome is not None:
+                        del self._in_flight[task]
+                        yield outcome
         finally:
             self._running = False
             if not self._closed:
@@ -289,17 +294,18 @@ class RayExecutor(Executor):
         on_start: Callable[[int], None] | None,
         on_progress: OnProgress | None,
     ) -> None:
-        """Hand what the tasks reported since the last look to `on_start` and `on_progress`, in order."""
+        """Hand what the tasks reported since the last look to `on_progress`, in order (a report of a task whose
+        start has not been read yet is its start)."""
         try:
             messages = self._ray.get(inbox.drain.remote())
         except Exception:  # the inbox died: the items still run, unseen until they finish
             return
-        for index, start, message in messages:
+        for index, message in messages:
             if index not in started:
                 started.add(index)
                 if on_start is not None:
                     on_start(index)
-            if not start and on_progress is not None:
+            if on_progress is not None:
                 on_progress(index, message)
 
     @staticmethod
@@ -309,7 +315,8 @@ class RayExecutor(Executor):
             f"{capacity.num_cpus:g} CPUs and {capacity.num_gpus:g} GPUs"
         )
 
-    def _outcome(self, index: int, ref: Any) -> Finished:
+    def _next(self, index: int, task: Any) -> Finished | None:
+        """What the task has yielded next (`ray.wait` said it has): None for its start, else its outcome."""
         exceptions = self._ray.exceptions
         deaths = tuple(
             getattr(exceptions, name)
@@ -317,7 +324,12 @@ class RayExecutor(Executor):
             if hasattr(exceptions, name)
         )
         try:
-            ok, payload = self._ray.get(ref)
+            value = self._ray.get(next(task))
+            if value is STARTED:
+                return None
+            ok, payload = value
+        except StopIteration:
+            return Finished(index, error="the task ended without an outcome")
         except deaths as error:
             return Finished(index, error=f"worker died: {describe_exception(error)}")
         except exceptions.TaskCancelledError:

@@ -1,5 +1,6 @@
-"""What runs inside Ray's workers for the `ray` executor: the task around each item (`call`) and the actor a
-run's tasks report their start and progress into (`Inbox`). Ray is imported by the task, in the worker."""
+"""What runs inside Ray's workers for the `ray` executor: the task around each item (`stream`, which says when it
+starts and then gives `call`'s outcome) and the actor a run's tasks send their progress to (`Inbox`). Ray is
+imported by the task, in the worker."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import contextlib
 import importlib
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rlrun.executors.base import Where, describe_exception, placed, reporting_to
 
-__all__ = ["Inbox", "call", "node_id"]
+__all__ = ["STARTED", "Inbox", "call", "node_id", "stream"]
 
 SEND_EVERY_S = 0.5
 """The shortest time between two sends of a task's reports to its inbox. Each send is an actor call into the one
@@ -20,34 +21,43 @@ inbox of the run: a training reports every iteration (ten a second is common), s
 cluster would send a thousand calls a second into one actor. Batched, a cell sends at most two a second, and the
 driver, which looks at the inbox every half second, shows the same progress."""
 
+STARTED = None
+"""What `stream` yields first, as soon as it runs on its node."""
+
 
 class Inbox:
-    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them."""
+    """The actor a run's tasks send their reports to: `(index, message)` in the order each task made them. Made
+    only for a run whose caller listens to progress: an actor is one more Ray worker process to start."""
 
     def __init__(self) -> None:
-        self._messages: list[tuple[int, bool, Any]] = []
-
-    def start(self, index: int) -> None:
-        """Task `index` started."""
-        self._messages.append((index, True, None))
+        self._messages: list[tuple[int, Any]] = []
 
     def put_many(self, index: int, messages: list[Any]) -> None:
         """Reports of task `index`, in the order it made them."""
-        self._messages.extend((index, False, message) for message in messages)
+        self._messages.extend((index, message) for message in messages)
 
-    def drain(self) -> list[tuple[int, bool, Any]]:
+    def drain(self) -> list[tuple[int, Any]]:
         messages, self._messages = self._messages, []
         return messages
 
     def flush(self) -> None:
-        """Nothing: a caller that waits on it knows that every `put` it sent before has been taken."""
+        """Nothing: a caller that waits on it knows that every `put_many` it sent before has been taken."""
+
+
+def stream(
+    function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any
+) -> Iterator[tuple[bool, Any] | None]:
+    """The Ray task, a streaming generator: `STARTED` as soon as it runs on its node (the driver's `on_start`,
+    with no actor to tell), then `call`'s outcome."""
+    yield STARTED
+    yield call(function, item, home, index, inbox)
 
 
 def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any) -> tuple[bool, Any]:
-    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()` tells
-    `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the driver
-    is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it started and
-    sends it every `report` of `function` (in batches: `Batches`); all have arrived when the task returns."""
+    """What the Ray task gives: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()`
+    tells `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the
+    driver is on no node of the cluster, so every node is away). With an `inbox`, every `report` of `function` is
+    sent to it (in batches: `Batches`); all have arrived when this returns."""
     ray = importlib.import_module("ray")
     node = node_id(ray)
     place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
@@ -57,7 +67,7 @@ def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int
         # that would see the connection's socket appear); through the reference's future, as `ray.get` or
         # `ray.wait` in a task would lend its CPUs back to Ray, which would start a queued task beside it.
         with contextlib.suppress(Exception):
-            inbox.start.remote(index).future().result()
+            inbox.flush.remote().future().result()
         sink = Batches(inbox, index)
 
     try:
