@@ -35,7 +35,7 @@ def test_reports_made_faster_than_the_window_go_together_in_order_and_none_is_lo
         now[0] += 0.1
     sink.send()  # the task ends
     sink.send()  # nothing waits: no call
-    assert inbox.drain() == [(3, ("iteration", step)) for step in range(25)]
+    assert inbox.drain() == [(3, False, ("iteration", step)) for step in range(25)]
     assert handle.calls[0] == 1, "the first report goes at once"
     assert len(handle.calls) <= 2.5 / SEND_EVERY_S + 2, handle.calls
     assert sum(handle.calls) == 25
@@ -48,5 +48,5 @@ def test_a_report_after_a_quiet_window_goes_at_once():
     sink = Batches(handle, 0, clock=lambda: now[0])
     for step in range(3):
         sink(step)
-        assert inbox.drain() == [(0, step)], "a slow training's every report is shown when it is made"
+        assert inbox.drain() == [(0, False, step)], "a slow training's every report is shown when it is made"
         now[0] += SEND_EVERY_S

@@ -1,6 +1,6 @@
 """What runs inside Ray's workers for the `ray` executor: the task around each item (`stream`, which says when it
-starts and then gives `call`'s outcome) and the actor a run's tasks send their progress to (`Inbox`). Ray is
-imported by the task, in the worker."""
+starts and then gives `call`'s outcome; `call` alone where Ray cannot stream, a Ray Client driver) and the actor a
+run's tasks report their start and progress into (`Inbox`). Ray is imported by the task, in the worker."""
 
 from __future__ import annotations
 
@@ -26,17 +26,22 @@ STARTED = None
 
 
 class Inbox:
-    """The actor a run's tasks send their reports to: `(index, message)` in the order each task made them. Made
-    only for a run whose caller listens to progress: an actor is one more Ray worker process to start."""
+    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them. Made
+    only for a run that needs it (an actor is one more Ray worker process to start): one whose caller listens to
+    progress, or to starts where the tasks cannot stream."""
 
     def __init__(self) -> None:
-        self._messages: list[tuple[int, Any]] = []
+        self._messages: list[tuple[int, bool, Any]] = []
+
+    def start(self, index: int) -> None:
+        """Task `index` started."""
+        self._messages.append((index, True, None))
 
     def put_many(self, index: int, messages: list[Any]) -> None:
         """Reports of task `index`, in the order it made them."""
-        self._messages.extend((index, message) for message in messages)
+        self._messages.extend((index, False, message) for message in messages)
 
-    def drain(self) -> list[tuple[int, Any]]:
+    def drain(self) -> list[tuple[int, bool, Any]]:
         messages, self._messages = self._messages, []
         return messages
 
@@ -56,8 +61,9 @@ def stream(
 def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any) -> tuple[bool, Any]:
     """What the Ray task gives: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()`
     tells `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the
-    driver is on no node of the cluster, so every node is away). With an `inbox`, every `report` of `function` is
-    sent to it (in batches: `Batches`); all have arrived when this returns."""
+    driver is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it
+    started and sends it every `report` of `function` (in batches: `Batches`); all have arrived when this
+    returns."""
     ray = importlib.import_module("ray")
     node = node_id(ray)
     place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
@@ -67,7 +73,7 @@ def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int
         # that would see the connection's socket appear); through the reference's future, as `ray.get` or
         # `ray.wait` in a task would lend its CPUs back to Ray, which would start a queued task beside it.
         with contextlib.suppress(Exception):
-            inbox.flush.remote().future().result()
+            inbox.start.remote(index).future().result()
         sink = Batches(inbox, index)
 
     try:
