@@ -2,8 +2,8 @@
 
 Two measurements, in rounds whose order of sides alternates from round to round (`alternating.pair` for the
 pairs, the executors' order reversed every other round):
-- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 400`: 20 s or more each on 2 cores; each
-  row gives its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process
+- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`, at least 20 s each; each row gives
+  its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process
   pool and on a local Ray instance at each of `--workers`; cells per minute from the bench's wall time (workers'
   start included). Goal on 2 quiet cores: the pool and Ray at 2 workers at least 1.7x inline. Beside each ratio,
   the seconds of the bench spent outside its cells (wall time less the cells' own training time over the
@@ -35,7 +35,7 @@ import rlrun
 
 TASK = "rlrun/Pendulum-v1"
 NUM_ENVS = 16
-ITERATIONS = 400
+ITERATIONS = 300
 SHORT_ITERATIONS = 4
 RLRUN = str(Path(sys.executable).with_name("rlrun"))
 

@@ -10,12 +10,9 @@ session already open in this process (someone else's `ray.init`) is used as it i
   only kill it again).
 - Every item is submitted at once, as a task with the CPUs and GPUs it asks for, and Ray queues them and places
   each on a node with room (`workers`, when given, bounds how many are submitted and not yet finished).
-  `on_start(index)` is called when a task starts on its node, not when it is queued (each task is a streaming
-  generator that yields once as it begins, then its outcome), and `report(message)` inside `function` reaches
-  `on_progress` (through a small actor the run's tasks report into, drained between waits; each task's messages
-  arrive before its `Finished`). The actor is made only when `on_progress` is given, since it is one more worker
-  process to start; a Ray Client driver (`ray://`), which Ray's streaming generators do not serve, gets plain
-  tasks that report their start to the actor too.
+  `on_start(index)` is called when a task starts on its node, not when it is queued, and `report(message)`
+  inside `function` reaches `on_progress` (through a small actor the run's tasks report into, drained between
+  waits; each task's messages arrive before its `Finished`).
 - An item that needs more CPUs or GPUs than a local instance has fails at once; on a cluster it waits.
 - Leaving the context, dropping a run half-way or Ctrl-C cancels the tasks still queued or running
   (`ray.cancel(force=True)`).
@@ -48,7 +45,7 @@ from typing import Any
 
 from rlrun.errors import InvalidArgument, MissingDependency
 from rlrun.executors.base import Executor, Finished, OnProgress, Resources, ResourcesFor, describe_exception
-from rlrun.executors.ray_task import STARTED, Inbox, call, node_id, stream
+from rlrun.executors.ray_task import Inbox, call, node_id
 
 WAIT_S = 0.5
 """How long one `ray.wait` blocks, so that Ctrl-C is seen between waits whatever Ray does with signals."""
@@ -155,8 +152,6 @@ class RayExecutor(Executor):
         """SIGINT's and SIGTERM's handlers before `ray.init`, which installs its own SIGTERM handler in the driver
         and leaves it after `ray.shutdown`: put back on close."""
         self._inbox: Any = None
-        self._streaming = True
-        """Whether tasks are streaming generators that yield their start (not where the driver is a Ray Client)."""
         self._capacity: Resources | None = None
         """A local instance's CPUs and GPUs (read once: it never grows); None on a cluster."""
         self._in_flight: dict[Any, int] = {}
@@ -210,11 +205,7 @@ class RayExecutor(Executor):
             local = self.address is None and self.runtime_env is None
             with _search_path_inherited() if local else contextlib.nullcontext():
                 ray.init(self.address or "local", **options)  # "local": a new instance, never someone else's
-        self._streaming = not _client_connected()
-        if self._streaming:
-            self._remote = ray.remote(max_retries=0, num_returns="streaming")(stream)
-        else:
-            self._remote = ray.remote(max_retries=0)(call)
+        self._remote = ray.remote(max_retries=0)(call)
         self._inbox = ray.remote(num_cpus=0, max_restarts=0)(Inbox)
         self._home = node_id(ray)
         if self.address is None:
@@ -243,7 +234,7 @@ class RayExecutor(Executor):
             if not items:
                 return
             self._connect()
-            if on_progress is not None or (on_start is not None and not self._streaming):
+            if on_start is not None or on_progress is not None:
                 inbox = self._inbox.remote()
             pending = deque(range(len(items)))
             while pending or self._in_flight:
@@ -257,15 +248,12 @@ class RayExecutor(Executor):
                 ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=WAIT_S)
                 if inbox is not None:
                     self._deliver(inbox, started, on_start, on_progress)
-                for task in ready:
-                    index = self._in_flight[task]
-                    outcome = self._next(index, task)
-                    if on_start is not None and index not in started:  # at its start, or it died before it began
+                for ref in ready:
+                    index = self._in_flight.pop(ref)
+                    if on_start is not None and index not in started:  # it died before it could say it started
                         started.add(index)
                         on_start(index)
-                    if outcome is not None:
-                        del self._in_flight[task]
-                        yield outcome
+                    yield self._outcome(index, ref)
         finally:
             self._running = False
             if not self._closed:
@@ -301,8 +289,7 @@ class RayExecutor(Executor):
         on_start: Callable[[int], None] | None,
         on_progress: OnProgress | None,
     ) -> None:
-        """Hand what the tasks reported since the last look to `on_start` and `on_progress`, in order (a task's
-        start comes once, from here or from its stream, whichever the driver reads first)."""
+        """Hand what the tasks reported since the last look to `on_start` and `on_progress`, in order."""
         try:
             messages = self._ray.get(inbox.drain.remote())
         except Exception:  # the inbox died: the items still run, unseen until they finish
@@ -322,9 +309,7 @@ class RayExecutor(Executor):
             f"{capacity.num_cpus:g} CPUs and {capacity.num_gpus:g} GPUs"
         )
 
-    def _next(self, index: int, task: Any) -> Finished | None:
-        """What the task has yielded next (`ray.wait` said it has): None for its start, else its outcome (a plain
-        task, not a stream, yields only its outcome)."""
+    def _outcome(self, index: int, ref: Any) -> Finished:
         exceptions = self._ray.exceptions
         deaths = tuple(
             getattr(exceptions, name)
@@ -332,12 +317,7 @@ class RayExecutor(Executor):
             if hasattr(exceptions, name)
         )
         try:
-            value = self._ray.get(next(task) if self._streaming else task)
-            if value is STARTED:
-                return None
-            ok, payload = value
-        except StopIteration:
-            return Finished(index, error="the task ended without an outcome")
+            ok, payload = self._ray.get(ref)
         except deaths as error:
             return Finished(index, error=f"worker died: {describe_exception(error)}")
         except exceptions.TaskCancelledError:
@@ -358,15 +338,6 @@ class RayExecutor(Executor):
                 self._ray.cancel(ref, force=True)
             except Exception:  # already finished, or Ray is going away: nothing left to stop
                 continue
-
-
-def _client_connected() -> bool:
-    """Whether this driver reaches its cluster through Ray Client (`ray.init("ray://...")`)."""
-    try:
-        client = importlib.import_module("ray.util.client")
-        return bool(client.ray.is_connected())
-    except Exception:  # no Ray Client in this Ray
-        return False
 
 
 def _first_line(error: BaseException) -> str:

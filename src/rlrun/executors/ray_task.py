@@ -1,5 +1,4 @@
-"""What runs inside Ray's workers for the `ray` executor: the task around each item (`stream`, which says when it
-starts and then gives `call`'s outcome; `call` alone where Ray cannot stream, a Ray Client driver) and the actor a
+"""What runs inside Ray's workers for the `ray` executor: the task around each item (`call`) and the actor a
 run's tasks report their start and progress into (`Inbox`). Ray is imported by the task, in the worker."""
 
 from __future__ import annotations
@@ -8,12 +7,12 @@ import contextlib
 import importlib
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from rlrun.executors.base import Where, describe_exception, placed, reporting_to
 
-__all__ = ["STARTED", "Inbox", "call", "node_id", "stream"]
+__all__ = ["Inbox", "call", "node_id"]
 
 SEND_EVERY_S = 0.5
 """The shortest time between two sends of a task's reports to its inbox. Each send is an actor call into the one
@@ -21,14 +20,9 @@ inbox of the run: a training reports every iteration (ten a second is common), s
 cluster would send a thousand calls a second into one actor. Batched, a cell sends at most two a second, and the
 driver, which looks at the inbox every half second, shows the same progress."""
 
-STARTED = None
-"""What `stream` yields first, as soon as it runs on its node."""
-
 
 class Inbox:
-    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them. Made
-    only for a run that needs it (an actor is one more Ray worker process to start): one whose caller listens to
-    progress, or to starts where the tasks cannot stream."""
+    """The actor a run's tasks report into: `(index, started, message)` in the order each task sent them."""
 
     def __init__(self) -> None:
         self._messages: list[tuple[int, bool, Any]] = []
@@ -46,24 +40,14 @@ class Inbox:
         return messages
 
     def flush(self) -> None:
-        """Nothing: a caller that waits on it knows that every `put_many` it sent before has been taken."""
-
-
-def stream(
-    function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any
-) -> Iterator[tuple[bool, Any] | None]:
-    """The Ray task, a streaming generator: `STARTED` as soon as it runs on its node (the driver's `on_start`,
-    with no actor to tell), then `call`'s outcome."""
-    yield STARTED
-    yield call(function, item, home, index, inbox)
+        """Nothing: a caller that waits on it knows that every `put` it sent before has been taken."""
 
 
 def call(function: Callable[[Any], Any], item: Any, home: str | None, index: int, inbox: Any) -> tuple[bool, Any]:
-    """What the Ray task gives: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()`
-    tells `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the
-    driver is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it
-    started and sends it every `report` of `function` (in batches: `Batches`); all have arrived when this
-    returns."""
+    """The Ray task: `(True, function(item))`, or `(False, one line)` when `function` raised. `where()` tells
+    `function` this node's id and host, and whether it is away from `home`, the driver's node (None: the driver
+    is on no node of the cluster, so every node is away). With an `inbox`, the task tells it that it started and
+    sends it every `report` of `function` (in batches: `Batches`); all have arrived when the task returns."""
     ray = importlib.import_module("ray")
     node = node_id(ray)
     place = Where(node_id=node, host=socket.gethostname(), away=home is None or node != home)
