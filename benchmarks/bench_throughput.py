@@ -1,8 +1,7 @@
 """Cells per minute of `rlrun bench` on each executor, and against one `rlrun train` process per cell.
 
-Two measurements, in rounds whose order of sides alternates from round to round (`alternating.pair` for the
-pairs, the executors' order reversed every other round):
-- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 300`, at least 20 s each; each row gives
+Two measurements, in rounds whose order of sides changes from round to round:
+- long cells (rsl_rl PPO on rlrun/Pendulum-v1, 16 envs, `--iterations 400`, at least 20 s each; each row gives
   its cells' mean): `--cells` seeds as one bench, inline (one cell at a time, in this process), on the process
   pool and on a local Ray instance at each of `--workers`; cells per minute from the bench's wall time (workers'
   start included). Goal on 2 quiet cores: the pool and Ray at 2 workers at least 1.7x inline. Beside each ratio,
@@ -13,6 +12,13 @@ pairs, the executors' order reversed every other round):
 - short cells (the same task, 4 iterations: about half a second of training): `--short_cells` seeds as
   one inline bench against one fresh `rlrun train` interpreter per cell, one after another, as a sweep script
   that starts a process per run does. Goal: at least 5x.
+
+Each executor's ratio is to the inline bench of the same round. The host's speed drifts by tens of percent over
+minutes, so the order of the long benches rotates (`rotation`): over as many rounds as there are sides, each
+runs once in every position, and the pool and Ray at one size run as close to inline, on the whole, as each
+other. (A fixed order reversed every other round would keep the pool next to inline in every round and Ray
+further away, so drift would weigh on Ray's ratio more than on the pool's.) The short cells alternate in AB/BA
+order (`alternating.pair`).
 
     python benchmarks/bench_throughput.py [--cells 8] [--workers 1 2] [--rounds 2] [--short_cells 8] [--save [PATH]]
 """
@@ -26,8 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import alternating
 import results as records
@@ -35,9 +42,10 @@ import rlrun
 
 TASK = "rlrun/Pendulum-v1"
 NUM_ENVS = 16
-ITERATIONS = 300
+ITERATIONS = 400
 SHORT_ITERATIONS = 4
 RLRUN = str(Path(sys.executable).with_name("rlrun"))
+T = TypeVar("T")
 
 
 class Measured(NamedTuple):
@@ -74,6 +82,20 @@ def processes(root: Path, cells: int, iterations: int) -> float:
     return 60 * cells / (time.perf_counter() - start)
 
 
+def sides(workers: Sequence[int]) -> tuple[tuple[str, int | None], ...]:
+    """The long benches' sides: inline, the pool at each size, then Ray at each size in the reverse order, so that
+    the pool at a size is as many places after inline as Ray at that size is before it (counting round the list's
+    end), and `rotation` places the two as close to inline as each other over its rounds."""
+    sizes = sorted(set(workers))
+    return (("inline", None), *(("process", n) for n in sizes), *(("ray", n) for n in reversed(sizes)))
+
+
+def rotation(sides: Sequence[T], round_: int) -> tuple[T, ...]:
+    """The order of `sides` in round `round_`: the list rotated left by the round's number."""
+    shift = round_ % len(sides)
+    return (*sides[shift:], *sides[:shift])
+
+
 def label(executor: str, workers: int | None) -> str:
     return executor if workers is None else f"{executor} x{workers}"
 
@@ -88,15 +110,14 @@ def main() -> None:
     args = parser.parse_args()
     record = records.Record.start(__file__)
     print(f"load {os.getloadavg()[0]:.2f}; cells per minute of rsl_rl PPO on {TASK}, {NUM_ENVS} envs")
-    executors = (("inline", None), *(("process", n) for n in args.workers), *(("ray", n) for n in args.workers))
+    executors = sides(args.workers)
     measured: dict[str, list[Measured]] = {label(*side): [] for side in executors}
     short: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         bench(root / "warm-up", 1, SHORT_ITERATIONS)  # imports, as a notebook would have paid them
         for round_ in range(args.rounds):
-            order = executors if round_ % 2 == 0 else tuple(reversed(executors))
-            for executor, workers in order:
+            for executor, workers in rotation(executors, round_):
                 name = label(executor, workers)
                 out = root / f"long{round_}-{executor}{workers}"
                 one = bench(out, args.cells, ITERATIONS, executor, workers)

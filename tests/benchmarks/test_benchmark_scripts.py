@@ -534,6 +534,28 @@ def test_commit_interference_times_every_variant_and_both_committers_commit(benc
     assert sorted(path.name for path in folder.iterdir()) == [".tmp", "agent_0.pt", "agent_1.pt"]
 
 
+@pytest.mark.parametrize("workers", [[2], [1, 2], [4, 1, 2]])
+def test_bench_throughput_rotates_its_sides_so_the_pool_and_ray_run_as_close_to_inline_as_each_other(
+    benchmark, workers
+):
+    """Over as many rounds as there are sides, each side runs once in every position, and the pool and Ray at one
+    size are as many benches away from inline in all: a drift of the host's speed weighs on both ratios alike."""
+    bench_throughput = benchmark("bench_throughput")
+    sides = bench_throughput.sides(workers)
+    assert sorted(sides, key=str) == sorted(
+        [("inline", None), *(("process", n) for n in set(workers)), *(("ray", n) for n in set(workers))], key=str
+    )
+    orders = [bench_throughput.rotation(sides, round_) for round_ in range(len(sides))]
+    for position in range(len(sides)):
+        assert sorted((order[position] for order in orders), key=str) == sorted(sides, key=str)
+
+    def distance(side):
+        return sum(abs(order.index(side) - order.index(("inline", None))) for order in orders)
+
+    for size in workers:
+        assert distance(("process", size)) == distance(("ray", size)) > 0
+
+
 def test_bench_throughput_counts_as_outside_the_cells_the_wall_time_their_training_over_the_workers_leaves(
     benchmark, monkeypatch
 ):
